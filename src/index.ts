@@ -1,1 +1,22 @@
-export {};
+export type { Replenishment } from './algorithms/token-bucket.ts';
+export { type Duration, parseDuration } from './duration.ts';
+export { ChainLimiter, chain } from './limiters/chain.ts';
+export { ConcurrencyLimiter, type ConcurrencyOptions, concurrency } from './limiters/concurrency.ts';
+export type { Clock, QueueOrder } from './limiters/core.ts';
+export { FixedWindowLimiter, type FixedWindowOptions, fixedWindow } from './limiters/fixed-window.ts';
+export { ChainLease, Lease, type RejectionReason } from './limiters/lease.ts';
+export type { QueueOptions, TimeOptions } from './limiters/options.ts';
+export {
+  type OverflowPolicy,
+  PartitionedLimiter,
+  type PartitionedOptions,
+  partitioned,
+} from './limiters/partitioned.ts';
+export {
+  type AcquireOptions,
+  type LimiterSpec,
+  RateLimiter,
+  type Statistics,
+} from './limiters/rate-limiter.ts';
+export { SlidingWindowLimiter, type SlidingWindowOptions, slidingWindow } from './limiters/sliding-window.ts';
+export { TokenBucketLimiter, type TokenBucketOptions, tokenBucket } from './limiters/token-bucket.ts';

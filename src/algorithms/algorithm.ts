@@ -1,0 +1,37 @@
+/**
+ * A rate-limiting algorithm: a decision over compact numeric state, stored in `width` consecutive numbers of a
+ * `Float64Array` starting at offset `o`. Nothing here reads a clock, sets a timer or allocates; time is brought
+ * forward lazily by {@link Algorithm.advance} when a decision is asked, from the stamps kept in the state.
+ *
+ * Every method but `init` and `advance` expects the state to have been advanced to `now` first.
+ */
+export interface Algorithm {
+  /** `'fixed-window' | 'sliding-window' | 'token-bucket' | 'concurrency'`. */
+  readonly kind: string;
+  /** Numbers of state per partition. */
+  readonly width: number;
+  /** The most permits one request may ask for. */
+  readonly limit: number;
+  /** Whether permits come back with time (false: only by release). */
+  readonly timeBased: boolean;
+  /** The length of the window or period, for response headers; undefined for concurrency. */
+  readonly windowMs: number | undefined;
+  /** Writes a fresh state, anchored at `now` (t = 0 of this partition). */
+  init(s: Float64Array, o: number, now: number): void;
+  /** Brings the state forward to `now`. Never changes a decision; may be called any number of times. */
+  advance(s: Float64Array, o: number, now: number): void;
+  /** Permits available now (may be negative after penalties). */
+  available(s: Float64Array, o: number): number;
+  /** Consumes `n` permits (may go past zero when rejected requests are counted). */
+  take(s: Float64Array, o: number, n: number): void;
+  /** Gives back `n` permits taken now (a rollback, or a concurrency release). */
+  give(s: Float64Array, o: number, n: number): void;
+  /** Milliseconds until `n` permits could be available, ignoring later arrivals; 0 when they are; NaN if unknown. */
+  retryAfter(s: Float64Array, o: number, now: number, n: number): number;
+  /** Milliseconds until the state is back to full; 0 when it is; NaN if unknown. */
+  resetAfter(s: Float64Array, o: number, now: number): number;
+  /** Whether the state is equivalent to a fresh one (so the partition can be dropped). */
+  isFull(s: Float64Array, o: number): boolean;
+  /** A string that identifies the parameters: two algorithms with equal signatures decide alike. */
+  readonly signature: string;
+}

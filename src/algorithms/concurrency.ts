@@ -1,0 +1,44 @@
+import type { Algorithm } from './algorithm.ts';
+
+/** At most `permitLimit` permits held at once; a permit comes back only when its lease is released. State: `[held]`. */
+export class Concurrency implements Algorithm {
+  readonly kind = 'concurrency';
+  readonly width = 1;
+  readonly timeBased = false;
+  readonly windowMs = undefined;
+  readonly signature: string;
+
+  constructor(readonly limit: number) {
+    this.signature = `cc:${limit}`;
+  }
+
+  init(s: Float64Array, o: number): void {
+    s[o] = 0;
+  }
+
+  advance(): void {}
+
+  available(s: Float64Array, o: number): number {
+    return this.limit - s[o];
+  }
+
+  take(s: Float64Array, o: number, n: number): void {
+    s[o] += n;
+  }
+
+  give(s: Float64Array, o: number, n: number): void {
+    s[o] -= n;
+  }
+
+  retryAfter(s: Float64Array, o: number, _now: number, n: number): number {
+    return this.limit - s[o] >= n ? 0 : Number.NaN;
+  }
+
+  resetAfter(s: Float64Array, o: number): number {
+    return s[o] === 0 ? 0 : Number.NaN;
+  }
+
+  isFull(s: Float64Array, o: number): boolean {
+    return s[o] === 0;
+  }
+}

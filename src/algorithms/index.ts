@@ -1,0 +1,5 @@
+export type { Algorithm } from './algorithm.ts';
+export { Concurrency } from './concurrency.ts';
+export { FixedWindow } from './fixed-window.ts';
+export { SlidingWindow } from './sliding-window.ts';
+export { type Replenishment, TokenBucket } from './token-bucket.ts';

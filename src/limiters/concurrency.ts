@@ -1,0 +1,32 @@
+import { Concurrency } from '../algorithms/concurrency.ts';
+import type { Clock } from './core.ts';
+import { integer, object, type QueueOptions, queueAndClock } from './options.ts';
+import { RateLimiter } from './rate-limiter.ts';
+
+/** Options of {@link concurrency}. */
+export interface ConcurrencyOptions extends QueueOptions {
+  /** Permits that may be held at once. */
+  permitLimit: number;
+  /** Used only to time queue waits. Default `performance.now()`. */
+  clock?: Clock;
+}
+
+/**
+ * At most `permitLimit` permits held at once. A permit comes back when its lease is released (`release()` is
+ * idempotent), which serves the queue. A rejected lease has no `retryAfterMs`: nothing tells when a holder ends.
+ */
+export class ConcurrencyLimiter extends RateLimiter {
+  constructor(options: ConcurrencyOptions) {
+    object('concurrency options', options);
+    const permitLimit = integer('concurrency: permitLimit', options.permitLimit, 1);
+    if ((options as { countRejected?: unknown }).countRejected !== undefined) {
+      throw new TypeError('concurrency: countRejected does not apply to a concurrency limiter');
+    }
+    super(new Concurrency(permitLimit), queueAndClock('concurrency', options));
+  }
+}
+
+/** A concurrency limiter. See {@link ConcurrencyLimiter}. */
+export function concurrency(options: ConcurrencyOptions): ConcurrencyLimiter {
+  return new ConcurrencyLimiter(options);
+}

@@ -1,0 +1,332 @@
+import type { Algorithm } from '../algorithms/algorithm.ts';
+import { MemoryTable } from '../stores/memory-table.ts';
+import { HeldLease, Lease, type PermitOwner, type RejectionReason } from './lease.ts';
+import { type Waiter, WaitQueue } from './wait-queue.ts';
+
+/** A monotonic clock in milliseconds. */
+export interface Clock {
+  now(): number;
+}
+
+/** Which waiter is served first when permits come back. */
+export type QueueOrder = 'oldest-first' | 'newest-first';
+
+/** How one limiter (or every partition of one spec) decides and queues. */
+export interface CoreOptions {
+  readonly queueLimit: number;
+  readonly queueOrder: QueueOrder;
+  readonly countRejected: boolean;
+  readonly clock: Clock;
+}
+
+/** A queued acquisition. `admit`, when set, takes over the grant (a chain checks its other members). */
+export interface CoreWaiter extends Waiter {
+  resolve(lease: Lease): void;
+  reject(reason: unknown): void;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+  admit: ((core: LimiterCore, slot: number, now: number) => void) | undefined;
+}
+
+/**
+ * The decision engine over one {@link MemoryTable}: every partition of one limiter spec shares it. It advances
+ * state lazily, grants or rejects, keeps a queue per partition that has waiters, and runs one wake-up timer only
+ * while someone waits on a time-based algorithm.
+ */
+export class LimiterCore implements PermitOwner {
+  readonly table: MemoryTable;
+  /** Totals over every partition: requests granted and rejected (probes and cancellations are not counted). */
+  granted = 0;
+  rejected = 0;
+  /** Permits waiting in all queues, and how many waiters. */
+  queuedPermits = 0;
+  waiting = 0;
+  /** Concurrency leases returned so far: a partition may have become droppable. */
+  releases = 0;
+  /** The public object that leases name as their source. */
+  source: object | undefined;
+  private readonly queues = new Map<number, WaitQueue<CoreWaiter>>();
+  private readonly newestFirst: boolean;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private timerAt = Number.POSITIVE_INFINITY;
+
+  constructor(
+    readonly algorithm: Algorithm,
+    readonly options: CoreOptions,
+  ) {
+    this.table = new MemoryTable(algorithm.width);
+    this.newestFirst = options.queueOrder === 'newest-first';
+  }
+
+  /** Takes a slot and writes a fresh state anchored at `now`. */
+  allocate(now: number): number {
+    const slot = this.table.allocate();
+    this.algorithm.init(this.table.states, slot * this.algorithm.width, now);
+    return slot;
+  }
+
+  /** Whether the partition in `slot` can be dropped without changing any decision: full and nobody queued. */
+  isIdle(slot: number, now: number): boolean {
+    if (this.queues.has(slot)) return false;
+    const o = slot * this.algorithm.width;
+    const s = this.table.states;
+    this.algorithm.advance(s, o, now);
+    return this.algorithm.isFull(s, o);
+  }
+
+  /** Milliseconds until the partition in `slot` is full again (NaN when unknown). */
+  resetAfter(slot: number, now: number): number {
+    const o = slot * this.algorithm.width;
+    this.algorithm.advance(this.table.states, o, now);
+    return this.algorithm.resetAfter(this.table.states, o, now);
+  }
+
+  /** Permits available in `slot` now, and permits queued there. */
+  peek(slot: number, now: number): { available: number; queued: number } {
+    const o = slot * this.algorithm.width;
+    this.algorithm.advance(this.table.states, o, now);
+    const available = Math.max(0, this.algorithm.available(this.table.states, o));
+    return { available, queued: this.queues.get(slot)?.permits ?? 0 };
+  }
+
+  /**
+   * Whether `permits` could be granted to a new arrival now: enough available, and, oldest-first, nobody
+   * waiting ahead of it. A zero-permit probe needs one permit available.
+   */
+  canGrant(slot: number, permits: number, now: number): boolean {
+    const o = slot * this.algorithm.width;
+    const s = this.table.states;
+    this.algorithm.advance(s, o, now);
+    if (this.algorithm.available(s, o) < (permits === 0 ? 1 : permits)) return false;
+    return permits === 0 || this.newestFirst || this.waiting === 0 || !this.queues.has(slot);
+  }
+
+  /** Consumes `permits` (already checked with {@link canGrant}) and returns the granted lease. */
+  commit(slot: number, permits: number, now: number): Lease {
+    const algorithm = this.algorithm;
+    const s = this.table.states;
+    const o = slot * algorithm.width;
+    if (permits === 0) {
+      return new Lease(
+        true,
+        undefined,
+        undefined,
+        algorithm.limit,
+        algorithm.available(s, o),
+        undefined,
+        this.source,
+      );
+    }
+    algorithm.take(s, o, permits);
+    this.granted++;
+    const remaining = Math.max(0, algorithm.available(s, o));
+    if (!algorithm.timeBased) {
+      return new HeldLease(algorithm.limit, remaining, permits, this, slot, now, this.source);
+    }
+    return new Lease(
+      true,
+      undefined,
+      undefined,
+      algorithm.limit,
+      remaining,
+      algorithm.resetAfter(s, o, now),
+      this.source,
+    );
+  }
+
+  /** Gives back permits consumed by {@link commit} in this same step (a chain's rollback). */
+  uncommit(slot: number, permits: number): void {
+    if (permits === 0) return;
+    this.algorithm.give(this.table.states, slot * this.algorithm.width, permits);
+    this.granted--;
+  }
+
+  /** A rejected lease for `permits` in `slot` now; charges the penalty when rejected requests are counted. */
+  reject(slot: number, permits: number, now: number, reason: RejectionReason): Lease {
+    const algorithm = this.algorithm;
+    const s = this.table.states;
+    const o = slot * algorithm.width;
+    algorithm.advance(s, o, now);
+    if (permits > 0) {
+      this.rejected++;
+      if (this.options.countRejected) algorithm.take(s, o, permits);
+    }
+    const retry = algorithm.retryAfter(s, o, now, permits === 0 ? 1 : permits);
+    return new Lease(
+      false,
+      reason,
+      Number.isNaN(retry) ? undefined : retry,
+      algorithm.limit,
+      Math.max(0, algorithm.available(s, o)),
+      nanToUndefined(algorithm.resetAfter(s, o, now)),
+      this.source,
+    );
+  }
+
+  /** Decides now, never waits. */
+  tryAcquire(slot: number, permits: number, now: number): Lease {
+    if (this.canGrant(slot, permits, now)) return this.commit(slot, permits, now);
+    return this.reject(slot, permits, now, 'limit');
+  }
+
+  /** Grants now if it can, else waits in the queue if there is room, else rejects at once. */
+  acquire(slot: number, permits: number, signal: AbortSignal | undefined): Promise<Lease> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const now = this.options.clock.now();
+    if (this.canGrant(slot, permits, now)) return Promise.resolve(this.commit(slot, permits, now));
+    return new Promise<Lease>((resolve, reject) => {
+      const waiter = newWaiter(permits, now, resolve, reject, signal, undefined);
+      if (!this.enqueue(slot, waiter, now)) resolve(this.reject(slot, permits, now, this.fullReason()));
+    });
+  }
+
+  /** The reason a request that can neither be granted nor queued is given. */
+  fullReason(): RejectionReason {
+    return this.options.queueLimit === 0 ? 'limit' : 'queue-full';
+  }
+
+  /**
+   * Puts `waiter` in the queue of `slot` if `queueLimit` leaves room (newest-first evicts the oldest waiters to
+   * make room). Returns false, queueing nothing, when it cannot fit.
+   */
+  enqueue(slot: number, waiter: CoreWaiter, now: number): boolean {
+    const limit = this.options.queueLimit;
+    const need = waiter.permits === 0 ? 1 : waiter.permits;
+    if (need > limit) return false;
+    let queue = this.queues.get(slot);
+    if (queue && queue.permits + waiter.permits > limit) {
+      if (!this.newestFirst) return false;
+      while (queue.head && queue.permits + waiter.permits > limit) {
+        const evicted = queue.head;
+        this.unqueue(queue, evicted);
+        settle(evicted);
+        evicted.resolve(this.reject(slot, evicted.permits, now, 'evicted'));
+      }
+      queue = this.queues.get(slot);
+    }
+    if (!queue) {
+      queue = new WaitQueue<CoreWaiter>(slot, this);
+      this.queues.set(slot, queue);
+    }
+    queue.push(waiter);
+    this.queuedPermits += waiter.permits;
+    this.waiting++;
+    if (waiter.signal && !waiter.onAbort) {
+      const signal = waiter.signal;
+      waiter.onAbort = () => {
+        const current = waiter.queue as WaitQueue<CoreWaiter> | undefined;
+        if (!current) return;
+        const owner = current.owner as LimiterCore;
+        owner.unqueue(current, waiter);
+        waiter.reject(signal.reason);
+        // The waiter may have blocked the head of the line.
+        owner.drain(current.slot, owner.options.clock.now());
+      };
+      signal.addEventListener('abort', waiter.onAbort, { once: true });
+    }
+    this.arm(now);
+    return true;
+  }
+
+  /** Takes `waiter` out of its queue here (it keeps its abort listener while a chain moves it elsewhere). */
+  unqueue(queue: WaitQueue<CoreWaiter>, waiter: CoreWaiter): void {
+    queue.remove(waiter);
+    this.queuedPermits -= waiter.permits;
+    this.waiting--;
+    if (queue.count === 0) this.queues.delete(queue.slot);
+  }
+
+  /** Serves the queue of `slot` in order while permits allow; head-of-line blocking is by design. */
+  drain(slot: number, now: number): void {
+    const algorithm = this.algorithm;
+    for (;;) {
+      const queue = this.queues.get(slot);
+      if (!queue) break;
+      const waiter = this.newestFirst ? queue.tail : queue.head;
+      if (!waiter) break;
+      const o = slot * algorithm.width;
+      algorithm.advance(this.table.states, o, now);
+      if (algorithm.available(this.table.states, o) < (waiter.permits === 0 ? 1 : waiter.permits)) break;
+      if (waiter.admit) {
+        waiter.admit(this, slot, now);
+        if (waiter.queue === queue) break; // still blocked elsewhere
+        continue;
+      }
+      this.unqueue(queue, waiter);
+      settle(waiter);
+      waiter.resolve(this.commit(slot, waiter.permits, now));
+    }
+    this.arm(now);
+  }
+
+  /** A concurrency lease came back. */
+  releasePermits(slot: number, permits: number): void {
+    this.releases++;
+    this.algorithm.give(this.table.states, slot * this.algorithm.width, permits);
+    if (this.waiting > 0) this.drain(slot, this.options.clock.now());
+  }
+
+  /** Sets the one wake-up timer at the earliest time a waiter at the front of a queue could be served. */
+  private arm(now: number): void {
+    if (!this.algorithm.timeBased) return;
+    let earliest = Number.POSITIVE_INFINITY;
+    if (this.waiting > 0) {
+      const algorithm = this.algorithm;
+      const s = this.table.states;
+      for (const queue of this.queues.values()) {
+        const waiter = this.newestFirst ? queue.tail : queue.head;
+        if (!waiter) continue;
+        const o = queue.slot * algorithm.width;
+        const wait = algorithm.retryAfter(s, o, now, waiter.permits === 0 ? 1 : waiter.permits);
+        if (now + wait < earliest) earliest = now + wait;
+      }
+    }
+    if (earliest === this.timerAt) return;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = earliest;
+    if (earliest === Number.POSITIVE_INFINITY) return;
+    this.timer = setTimeout(() => this.wake(), Math.max(1, Math.ceil(earliest - now)));
+  }
+
+  private wake(): void {
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
+    const now = this.options.clock.now();
+    for (const slot of [...this.queues.keys()]) this.drain(slot, now);
+    this.arm(now);
+  }
+}
+
+/** Builds a waiter. */
+export function newWaiter(
+  permits: number,
+  now: number,
+  resolve: (lease: Lease) => void,
+  reject: (reason: unknown) => void,
+  signal: AbortSignal | undefined,
+  admit: CoreWaiter['admit'],
+): CoreWaiter {
+  return {
+    permits,
+    enqueuedAt: now,
+    prev: undefined,
+    next: undefined,
+    queue: undefined,
+    resolve,
+    reject,
+    signal,
+    onAbort: undefined,
+    admit,
+  };
+}
+
+/** The waiter is leaving for good: stop listening to its signal. */
+export function settle(waiter: CoreWaiter): void {
+  if (waiter.onAbort) waiter.signal?.removeEventListener('abort', waiter.onAbort);
+  waiter.onAbort = undefined;
+}
+
+function nanToUndefined(value: number): number | undefined {
+  return Number.isNaN(value) ? undefined : value;
+}

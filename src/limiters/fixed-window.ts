@@ -1,0 +1,31 @@
+import { FixedWindow } from '../algorithms/fixed-window.ts';
+import type { Duration } from '../duration.ts';
+import { duration, integer, object, queueAndClock, type TimeOptions } from './options.ts';
+import { RateLimiter } from './rate-limiter.ts';
+
+/** Options of {@link fixedWindow}. */
+export interface FixedWindowOptions extends TimeOptions {
+  /** Permits per window. */
+  permitLimit: number;
+  /** The window length. */
+  window: Duration;
+}
+
+/**
+ * `permitLimit` permits per window; the window restarts at exact multiples of `window` from the limiter's
+ * creation. A burst at the end of one window and the start of the next can pass `2 × permitLimit` in a short
+ * time: that is the algorithm.
+ */
+export class FixedWindowLimiter extends RateLimiter {
+  constructor(options: FixedWindowOptions) {
+    object('fixedWindow options', options);
+    const permitLimit = integer('fixedWindow: permitLimit', options.permitLimit, 1);
+    const window = duration('fixedWindow: window', options.window);
+    super(new FixedWindow(permitLimit, window), queueAndClock('fixedWindow', options));
+  }
+}
+
+/** A fixed-window limiter. See {@link FixedWindowLimiter}. */
+export function fixedWindow(options: FixedWindowOptions): FixedWindowLimiter {
+  return new FixedWindowLimiter(options);
+}

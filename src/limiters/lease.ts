@@ -1,0 +1,91 @@
+/** Why a lease was not granted. */
+export type RejectionReason = 'limit' | 'queue-full' | 'evicted' | 'overflow' | (string & {});
+
+/**
+ * The answer to an acquisition. A granted lease of a concurrency limiter holds its permits until
+ * {@link Lease.release}; releasing any other lease does nothing, as time gives those permits back.
+ * Disposable: `using lease = await limiter.acquire()`.
+ */
+export class Lease implements Disposable {
+  /**
+   * @param granted Whether the permits were granted.
+   * @param reason Why not, when not granted.
+   * @param retryAfterMs When not granted by a time-based limiter: the time until a request of this size could be
+   *   granted, ignoring later arrivals. Never more than the true time.
+   * @param limit The limit of the limiter that decided.
+   * @param remaining Permits left after this decision (0 when none).
+   * @param resetAfterMs Time until the limiter is back to full capacity, when known.
+   * @param source The limiter that decided (for a chain: the member that said no, or undefined when granted).
+   */
+  constructor(
+    readonly granted: boolean,
+    readonly reason: RejectionReason | undefined,
+    readonly retryAfterMs: number | undefined,
+    readonly limit: number,
+    readonly remaining: number,
+    readonly resetAfterMs: number | undefined,
+    readonly source?: object,
+  ) {}
+
+  /** Returns the permits of a concurrency lease; idempotent; a no-op for every other lease. */
+  release(): void {}
+
+  [Symbol.dispose](): void {
+    this.release();
+  }
+}
+
+/** Whoever takes a held lease's permits back. */
+export interface PermitOwner {
+  releasePermits(slot: number, permits: number, heldSince: number): void;
+}
+
+/** A granted lease that holds permits until released. */
+export class HeldLease extends Lease {
+  private owner: PermitOwner | undefined;
+
+  constructor(
+    limit: number,
+    remaining: number,
+    private readonly permits: number,
+    owner: PermitOwner,
+    private readonly slot: number,
+    private readonly heldSince: number,
+    source?: object,
+  ) {
+    super(true, undefined, undefined, limit, remaining, undefined, source);
+    this.owner = owner;
+  }
+
+  override release(): void {
+    const owner = this.owner;
+    if (owner === undefined) return;
+    this.owner = undefined;
+    owner.releasePermits(this.slot, this.permits, this.heldSince);
+  }
+}
+
+/** The lease of a chain: one lease per member, released together. */
+export class ChainLease extends Lease {
+  constructor(
+    decisive: Lease,
+    retryAfterMs: number | undefined,
+    /** Each member's lease, in chain order (empty members' leases are not created for a rejection). */
+    readonly members: readonly Lease[],
+    source?: object,
+  ) {
+    super(
+      decisive.granted,
+      decisive.reason,
+      retryAfterMs,
+      decisive.limit,
+      decisive.remaining,
+      decisive.resetAfterMs,
+      source,
+    );
+  }
+
+  override release(): void {
+    for (const lease of this.members) lease.release();
+  }
+}

@@ -1,0 +1,92 @@
+import { describe, parseDuration } from '../duration.ts';
+import type { Clock, QueueOrder } from './core.ts';
+
+/** Options every queueing limiter shares. */
+export interface QueueOptions {
+  /** Permits (not requests) that may wait for a grant. Default 0: reject at once. */
+  queueLimit?: number;
+  /** Which waiter is served first. Default `'oldest-first'`. */
+  queueOrder?: QueueOrder;
+}
+
+/** Options every time-based limiter shares. */
+export interface TimeOptions extends QueueOptions {
+  /** Count rejected requests against the budget (the "penalty" of most Node libraries). Default false. */
+  countRejected?: boolean;
+  /** The clock, in milliseconds, monotonic. Default `performance.now()`. */
+  clock?: Clock;
+}
+
+/** The default clock: monotonic milliseconds. */
+export const performanceClock: Clock = { now: () => performance.now() };
+
+/** A whole number ≥ `min`, or a TypeError/RangeError naming `name` and the value. */
+export function integer(name: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof value !== 'number')
+    throw new TypeError(`${name} must be a whole number; got ${describe(value)}`);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new RangeError(
+      `${name} must be a whole number ${max === Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `from ${min} to ${max}`}; got ${describe(value)}`,
+    );
+  }
+  return value;
+}
+
+/** A duration in milliseconds (number or `'10s'`-style string). */
+export function duration(name: string, value: unknown): number {
+  return parseDuration(name, value);
+}
+
+/** One of `choices`, or a TypeError naming `name` and the value. */
+export function oneOf<T extends string>(name: string, value: unknown, choices: readonly T[], fallback: T): T {
+  if (value === undefined) return fallback;
+  if (!choices.includes(value as T)) {
+    throw new TypeError(
+      `${name} must be one of ${choices.map((c) => `'${c}'`).join(', ')}; got ${describe(value)}`,
+    );
+  }
+  return value as T;
+}
+
+/** The options object itself must be an object. */
+export function object<T>(name: string, value: T): T {
+  if (value === null || typeof value !== 'object')
+    throw new TypeError(`${name} must be an object; got ${describe(value)}`);
+  return value;
+}
+
+/** Validates the queue and clock options shared by every limiter. */
+export function queueAndClock(
+  kind: string,
+  options: TimeOptions,
+): { queueLimit: number; queueOrder: QueueOrder; countRejected: boolean; clock: Clock } {
+  const queueLimit =
+    options.queueLimit === undefined ? 0 : integer(`${kind}: queueLimit`, options.queueLimit, 0);
+  const queueOrder = oneOf(
+    `${kind}: queueOrder`,
+    options.queueOrder,
+    ['oldest-first', 'newest-first'],
+    'oldest-first',
+  );
+  if (options.countRejected !== undefined && typeof options.countRejected !== 'boolean') {
+    throw new TypeError(`${kind}: countRejected must be a boolean; got ${describe(options.countRejected)}`);
+  }
+  const clock = options.clock ?? performanceClock;
+  if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function') {
+    throw new TypeError(
+      `${kind}: clock must be an object with a now() method; got ${describe(options.clock)}`,
+    );
+  }
+  return { queueLimit, queueOrder, countRejected: options.countRejected === true, clock };
+}
+
+/** Checks the permits of one request against the limit: a programming error is a RangeError. */
+export function checkPermits(permits: number, limit: number): void {
+  if (!Number.isInteger(permits) || permits < 0 || permits > limit) {
+    if (typeof permits !== 'number')
+      throw new TypeError(`permits must be a whole number; got ${describe(permits)}`);
+    throw new RangeError(
+      `permits must be a whole number from 0 to the limit (${limit}); got ${describe(permits)}`,
+    );
+  }
+}

@@ -1,0 +1,258 @@
+import { describe } from '../duration.ts';
+import { LimiterCore } from './core.ts';
+import { Lease } from './lease.ts';
+import { checkPermits, integer, object, oneOf } from './options.ts';
+import type { AcquireOptions, LimiterSpec, Statistics } from './rate-limiter.ts';
+
+/** What happens to a new key when `maxPartitions` partitions are live and none can be dropped. */
+export type OverflowPolicy = 'reject' | 'shared';
+
+/** Options of {@link partitioned}. */
+export interface PartitionedOptions<R> {
+  /** The partition key of a resource (a request, a user…). Keep it short: it is stored per partition. */
+  key: (resource: R) => string;
+  /** The limiter every partition is built from, or one per key (tiers). Called once per new partition. */
+  limiter: LimiterSpec | ((key: string) => LimiterSpec);
+  /** The most partitions kept in memory. Default 100 000; at most 4 000 000. */
+  maxPartitions?: number;
+  /** When full of partitions that cannot be dropped: reject new keys (default), or let them share one bucket. */
+  overflow?: OverflowPolicy;
+}
+
+const MAX_PARTITIONS = 4_000_000; // slot numbers must fit in 22 bits of a small integer
+const MAX_SPECS = 256;
+const FIRST_SWEEP = 1024;
+
+/** A bound partition: `slot << 8 | spec index`, or one of the two sentinels below. */
+const REJECTED = -1;
+
+/**
+ * One limiter state per key, created on first use, stored compactly (a `Map` from key to slot and typed-array
+ * columns — no object per partition). Partitions that are back to full with nobody queued are dropped first,
+ * since dropping them changes no decision but the phase of their next window; when `maxPartitions` are live
+ * and none can be dropped, `overflow` applies. A live key is never reset.
+ */
+export class PartitionedLimiter<R> {
+  private readonly keyOf: (resource: R) => string;
+  private readonly specOf: (key: string) => LimiterSpec;
+  private readonly map = new Map<string, number>();
+  private readonly cores: LimiterCore[] = [];
+  private readonly slotKeys: (string | undefined)[][] = [];
+  private readonly bySignature = new Map<string, number>();
+  private readonly overflowSlots: number[] = [];
+  readonly maxPartitions: number;
+  readonly overflow: OverflowPolicy;
+  /** Partitions dropped because they were back to full. */
+  evictions = 0;
+  /** New keys turned away or sent to the shared bucket because the limiter was full. */
+  overflows = 0;
+  private nextSweepSize = FIRST_SWEEP;
+  private noSweepBefore = Number.NEGATIVE_INFINITY;
+  private releasesAtSweep = 0;
+
+  constructor(options: PartitionedOptions<R>) {
+    object('partitioned options', options);
+    if (typeof options.key !== 'function') {
+      throw new TypeError(
+        `partitioned: key must be a function (resource) => string; got ${describe(options.key)}`,
+      );
+    }
+    const limiter = options.limiter;
+    if (typeof limiter === 'function') this.specOf = limiter;
+    else if (isSpec(limiter)) this.specOf = () => limiter;
+    else {
+      throw new TypeError(
+        `partitioned: limiter must be a limiter (fixedWindow(...), …) or a function (key) => limiter; got ${describe(limiter)}`,
+      );
+    }
+    this.keyOf = options.key;
+    this.maxPartitions =
+      options.maxPartitions === undefined
+        ? 100_000
+        : integer('partitioned: maxPartitions', options.maxPartitions, 1, MAX_PARTITIONS);
+    this.overflow = oneOf('partitioned: overflow', options.overflow, ['reject', 'shared'], 'reject');
+  }
+
+  /** Partitions live now. */
+  get size(): number {
+    return this.map.size;
+  }
+
+  /** Decides now for `resource`'s partition and never waits. */
+  tryAcquire(resource: R, permits = 1): Lease {
+    const code = this.bind(resource);
+    if (code === REJECTED) return this.overflowLease(resource, permits);
+    const core = this.cores[code & 255];
+    checkPermits(permits, core.algorithm.limit);
+    return core.tryAcquire(code >>> 8, permits, core.options.clock.now());
+  }
+
+  /** Grants now, or waits in the partition's queue while there is room, or rejects at once. */
+  acquire(resource: R, permits = 1, options?: AcquireOptions): Promise<Lease> {
+    let code: number;
+    try {
+      code = this.bind(resource);
+      if (code !== REJECTED) checkPermits(permits, this.cores[code & 255].algorithm.limit);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (code === REJECTED) return Promise.resolve(this.overflowLease(resource, permits));
+    return this.cores[code & 255].acquire(code >>> 8, permits, options?.signal);
+  }
+
+  /** The partition's permits available and queued now (a fresh one if it is not live), and the totals of all. */
+  statistics(resource: R): Statistics {
+    let granted = 0;
+    let rejected = 0;
+    for (const core of this.cores) {
+      granted += core.granted;
+      rejected += core.rejected;
+    }
+    const code = this.map.get(this.keyOf(resource));
+    if (code === undefined) {
+      const spec = this.specOf(this.keyOf(resource));
+      return { available: spec.algorithm.limit, queued: 0, granted, rejected };
+    }
+    const core = this.cores[code & 255];
+    const { available, queued } = core.peek(code >>> 8, core.options.clock.now());
+    return { available, queued, granted, rejected };
+  }
+
+  /**
+   * @internal The partition of `resource` as `slot << 8 | spec index`, created if new; `-1` when the limiter is
+   * full and `overflow` is `'reject'`.
+   */
+  bind(resource: R): number {
+    const key = this.keyOf(resource);
+    const code = this.map.get(key);
+    if (code !== undefined) return code;
+    if (typeof key !== 'string')
+      throw new TypeError(`partitioned: key() must return a string; got ${describe(key)}`);
+    return this.create(key);
+  }
+
+  /** @internal */
+  coreOf(code: number): LimiterCore {
+    return this.cores[code & 255];
+  }
+
+  private create(key: string): number {
+    const index = this.specIndex(key);
+    const core = this.cores[index];
+    const now = core.options.clock.now();
+    if (!this.hasRoom(now)) {
+      this.overflows++;
+      if (this.overflow === 'reject') return REJECTED;
+      let slot = this.overflowSlots[index];
+      if (slot === undefined) slot = this.overflowSlots[index] = core.allocate(now);
+      return (slot << 8) | index;
+    }
+    const slot = core.allocate(now);
+    this.slotKeys[index][slot] = key;
+    const code = (slot << 8) | index;
+    this.map.set(key, code);
+    return code;
+  }
+
+  private specIndex(key: string): number {
+    const spec = this.specOf(key);
+    if (!isSpec(spec)) {
+      throw new TypeError(
+        `partitioned: limiter(${JSON.stringify(key)}) must return a limiter; got ${describe(spec)}`,
+      );
+    }
+    let index = this.bySignature.get(spec.signature);
+    if (index !== undefined) return index;
+    if (this.cores.length === MAX_SPECS) {
+      throw new RangeError(
+        `partitioned: limiter() returned more than ${MAX_SPECS} distinct limiter settings`,
+      );
+    }
+    index = this.cores.length;
+    const core = new LimiterCore(spec.algorithm, spec.options);
+    core.source = this;
+    this.cores.push(core);
+    this.slotKeys.push([]);
+    this.bySignature.set(spec.signature, index);
+    return index;
+  }
+
+  /**
+   * Whether a new partition fits. Sweeps for droppable partitions when the map has doubled since the last sweep
+   * (so memory follows the live set, amortised O(1) per new key) or when full; a full sweep that freed too little
+   * waits until more partitions can have refilled, so a flood of new keys cannot make every request O(n).
+   */
+  private hasRoom(now: number): boolean {
+    const size = this.map.size;
+    if (size < this.nextSweepSize && size < this.maxPartitions) return true;
+    if (size >= this.maxPartitions && now < this.noSweepBefore && this.releases() === this.releasesAtSweep) {
+      return false;
+    }
+    this.sweep(now);
+    this.nextSweepSize = Math.max(FIRST_SWEEP, this.map.size * 2);
+    return this.map.size < this.maxPartitions;
+  }
+
+  private sweep(now: number): void {
+    const waits: number[] = [];
+    for (let index = 0; index < this.cores.length; index++) {
+      const core = this.cores[index];
+      const keys = this.slotKeys[index];
+      const extent = core.table.extent;
+      for (let slot = 0; slot < extent; slot++) {
+        const key = keys[slot];
+        if (key === undefined) continue;
+        if (core.isIdle(slot, now)) {
+          this.map.delete(key);
+          keys[slot] = undefined;
+          core.table.release(slot);
+          this.evictions++;
+        } else if (waits.length < 4096) {
+          const wait = core.resetAfter(slot, now);
+          if (!Number.isNaN(wait)) waits.push(wait);
+        }
+      }
+    }
+    // Sweep again once an eighth of the sampled partitions can have refilled.
+    waits.sort((a, b) => a - b);
+    this.noSweepBefore = waits.length === 0 ? now : now + waits[Math.floor(waits.length / 8)];
+    this.releasesAtSweep = this.releases();
+  }
+
+  private releases(): number {
+    let total = 0;
+    for (const core of this.cores) total += core.releases;
+    return total;
+  }
+
+  private overflowLease(resource: R, permits: number): Lease {
+    const spec = this.specOf(this.keyOf(resource));
+    checkPermits(permits, spec.algorithm.limit);
+    const now = spec.options.clock.now();
+    const wait = Math.max(0, this.noSweepBefore - now);
+    return new Lease(
+      false,
+      'overflow',
+      spec.algorithm.timeBased ? wait : undefined,
+      spec.algorithm.limit,
+      0,
+      undefined,
+      this,
+    );
+  }
+}
+
+/** Partitions per key, from a key function and a limiter spec (or one spec per key). See {@link PartitionedLimiter}. */
+export function partitioned<R>(options: PartitionedOptions<R>): PartitionedLimiter<R> {
+  return new PartitionedLimiter(options);
+}
+
+function isSpec(value: unknown): value is LimiterSpec {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as LimiterSpec).signature === 'string' &&
+    typeof (value as LimiterSpec).algorithm === 'object' &&
+    typeof (value as LimiterSpec).options === 'object'
+  );
+}

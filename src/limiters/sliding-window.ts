@@ -1,0 +1,39 @@
+import { SlidingWindow } from '../algorithms/sliding-window.ts';
+import type { Duration } from '../duration.ts';
+import { describe } from '../duration.ts';
+import { duration, integer, object, queueAndClock, type TimeOptions } from './options.ts';
+import { RateLimiter } from './rate-limiter.ts';
+
+/** Options of {@link slidingWindow}. */
+export interface SlidingWindowOptions extends TimeOptions {
+  /** Permits in any window. */
+  permitLimit: number;
+  /** The window length. */
+  window: Duration;
+  /** Segments the window is cut into (1 to 1000); more is smoother and costs 8 bytes each per partition. */
+  segmentsPerWindow: number;
+}
+
+/**
+ * `permitLimit` permits in any window of `window`, cut into `segmentsPerWindow` segments: permits taken in a
+ * segment come back one full window after that segment began.
+ */
+export class SlidingWindowLimiter extends RateLimiter {
+  constructor(options: SlidingWindowOptions) {
+    object('slidingWindow options', options);
+    const permitLimit = integer('slidingWindow: permitLimit', options.permitLimit, 1);
+    const window = duration('slidingWindow: window', options.window);
+    const segments = integer('slidingWindow: segmentsPerWindow', options.segmentsPerWindow, 1, 1000);
+    if (window / segments < 1) {
+      throw new RangeError(
+        `slidingWindow: segmentsPerWindow (${segments}) makes segments shorter than 1 ms for window ${describe(options.window)}`,
+      );
+    }
+    super(new SlidingWindow(permitLimit, window, segments), queueAndClock('slidingWindow', options));
+  }
+}
+
+/** A sliding-window limiter. See {@link SlidingWindowLimiter}. */
+export function slidingWindow(options: SlidingWindowOptions): SlidingWindowLimiter {
+  return new SlidingWindowLimiter(options);
+}

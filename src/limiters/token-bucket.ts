@@ -1,0 +1,47 @@
+import { type Replenishment, TokenBucket } from '../algorithms/token-bucket.ts';
+import type { Duration } from '../duration.ts';
+import { describe } from '../duration.ts';
+import { duration, integer, object, oneOf, queueAndClock, type TimeOptions } from './options.ts';
+import { RateLimiter } from './rate-limiter.ts';
+
+/** Options of {@link tokenBucket}. */
+export interface TokenBucketOptions extends TimeOptions {
+  /** Tokens the bucket holds; it starts full. */
+  tokenLimit: number;
+  /** Tokens added each period. */
+  tokensPerPeriod: number;
+  /** The replenishment period. */
+  period: Duration;
+  /** `'stepped'` (default): whole periods at exact boundaries. `'continuous'`: in proportion to elapsed time. */
+  replenishment?: Replenishment;
+}
+
+/** A bucket of `tokenLimit` tokens, refilled by `tokensPerPeriod` each `period`, never above the limit. */
+export class TokenBucketLimiter extends RateLimiter {
+  constructor(options: TokenBucketOptions) {
+    object('tokenBucket options', options);
+    const tokenLimit = integer('tokenBucket: tokenLimit', options.tokenLimit, 1);
+    const tokensPerPeriod = integer('tokenBucket: tokensPerPeriod', options.tokensPerPeriod, 1);
+    const period = duration('tokenBucket: period', options.period);
+    const replenishment = oneOf(
+      'tokenBucket: replenishment',
+      options.replenishment,
+      ['stepped', 'continuous'],
+      'stepped',
+    );
+    if (tokensPerPeriod > tokenLimit) {
+      throw new RangeError(
+        `tokenBucket: tokensPerPeriod (${describe(tokensPerPeriod)}) must not exceed tokenLimit (${tokenLimit})`,
+      );
+    }
+    super(
+      new TokenBucket(tokenLimit, tokensPerPeriod, period, replenishment),
+      queueAndClock('tokenBucket', options),
+    );
+  }
+}
+
+/** A token-bucket limiter. See {@link TokenBucketLimiter}. */
+export function tokenBucket(options: TokenBucketOptions): TokenBucketLimiter {
+  return new TokenBucketLimiter(options);
+}
