@@ -1,0 +1,155 @@
+import type { ServerResponse } from 'node:http';
+import type { Context, MiddlewareHandler } from 'hono';
+import type { RequestTimeout, RequestTimeoutContext } from '../../http/timeouts/context.ts';
+import { RequestTimeouts, type TimeoutAdapter } from '../../http/timeouts/engine.ts';
+import { watchResponse } from '../../http/timeouts/node-response.ts';
+import type { RequestTimeoutsOptions } from '../../http/timeouts/options.ts';
+import { attachRequestTimeout, requestTimeoutOf } from '../../http/timeouts/registry.ts';
+import type { RouteTimeout } from '../../http/timeouts/route.ts';
+import { policyResponse } from '../../http/timeouts/web-response.ts';
+
+export type { RequestTimeout } from '../../http/timeouts/context.ts';
+export type { RouteTimeout, TimeoutPolicyOptions } from '../../http/timeouts/index.ts';
+export { isTimeoutReason, requestTimeoutOf } from '../../http/timeouts/index.ts';
+export type { OverrunInfo, RequestTimeoutsOptions, TimeoutInfo } from '../../http/timeouts/options.ts';
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** The request's timeout (its `signal`, `deadline`, `disable()`), set by the timeouts middleware. */
+    requestTimeout: RequestTimeout;
+  }
+}
+
+/** The app-level middleware, with a route-level helper. Created by {@link requestTimeouts}. */
+export interface HonoTimeouts extends MiddlewareHandler {
+  /**
+   * A route-level middleware that sets the route's timeout: a duration, a policy name (checked now, so a typo
+   * fails at startup), a policy object, or `false` to disable. It needs the app-level middleware before it;
+   * if that is missing, the first request through this route fails with an error naming the fix.
+   */
+  route(setting: RouteTimeout): MiddlewareHandler;
+  /** The engine behind this middleware. */
+  readonly engine: RequestTimeouts;
+}
+
+/** What the adapter keeps per request. */
+class HonoRequest {
+  /** Resolves the middleware's wait at the deadline; `undefined` once the route has settled. */
+  wake: ((value: typeof TIMED_OUT) => void) | undefined;
+  constructor(
+    readonly c: Context,
+    /** The node response under `@hono/node-server`, which lets a started body be cut at the deadline. */
+    readonly outgoing: ServerResponse | undefined,
+  ) {}
+}
+
+const TIMED_OUT = Symbol('timed out');
+
+const adapter: TimeoutAdapter = {
+  expire: (context) => {
+    const state = context.target as HonoRequest;
+    if (state.wake !== undefined) {
+      // The route is still running, so nothing was sent: the middleware answers when woken.
+      state.wake(TIMED_OUT);
+      return 'answered';
+    }
+    const out = state.outgoing;
+    if (out?.headersSent && !out.writableEnded && !out.destroyed) {
+      // The route returned a streaming body that is still being written: close the connection.
+      out.destroy();
+      return 'cut';
+    }
+    return 'handler';
+  },
+  describe: (context) => {
+    const { c } = context.target as HonoRequest;
+    return { route: c.req.routePath, method: c.req.method };
+  },
+};
+
+function nodeOutgoing(c: Context): ServerResponse | undefined {
+  const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+  return typeof outgoing?.on === 'function' && typeof outgoing.writeHead === 'function'
+    ? outgoing
+    : undefined;
+}
+
+/**
+ * Request timeouts for Hono 4, on web `Request`/`Response`. Under `@hono/node-server` it also notices client
+ * disconnects and cuts streaming bodies at the deadline from the node response; on other runtimes the
+ * disconnect comes from `c.req.raw.signal` and a body that has started streaming is not cut.
+ *
+ * @example
+ * ```ts
+ * const timeouts = requestTimeouts({ default: '5s', policies: { reports: '30s' } });
+ * app.use(timeouts);
+ * app.get('/reports/:id', timeouts.route('reports'), async (c) => {
+ *   return c.json(await buildReport(c.req.param('id'), { signal: c.var.requestTimeout.signal }));
+ * });
+ * ```
+ */
+export function requestTimeouts(options?: RequestTimeoutsOptions): HonoTimeouts {
+  const engine = new RequestTimeouts(options);
+
+  const middleware: MiddlewareHandler = async (c, next) => {
+    if ((requestTimeoutOf(c) as RequestTimeoutContext | undefined)?.engine === engine) return next();
+    const outgoing = nodeOutgoing(c);
+    const state = new HonoRequest(c, outgoing);
+    const context = engine.start(adapter, state);
+    context.doneByPromise = true;
+    attachRequestTimeout(c, context);
+    c.set('requestTimeout', context);
+    if (outgoing !== undefined) watchResponse(outgoing, context);
+    else linkClientSignal(c, context);
+
+    const route = next();
+    const outcome = await new Promise<unknown>((resolve, reject) => {
+      state.wake = resolve;
+      route.then(
+        () => {
+          state.wake = undefined;
+          context.handlerDone();
+          resolve(undefined);
+        },
+        (error: unknown) => {
+          state.wake = undefined;
+          context.handlerDone();
+          reject(error);
+        },
+      );
+    });
+    if (outcome === TIMED_OUT) {
+      // The route keeps running; whatever it returns later is ignored by Hono, since the context is finalized.
+      c.res = policyResponse(context.current!);
+    } else if (outgoing === undefined) {
+      // No node response to watch for the end of the body: the request ends with the route.
+      context.responseClosed(true);
+    }
+  };
+
+  const route = (value: RouteTimeout): MiddlewareHandler => {
+    const setting = engine.route(value, 'timeouts.route()');
+    return (c, next) => {
+      const context = requestTimeoutOf(c) as RequestTimeoutContext | undefined;
+      if (context?.engine !== engine) {
+        throw new Error(
+          'floodgate: timeouts.route() is on this route but the requestTimeouts middleware it belongs to did not ' +
+            'run for the request; install it with app.use() before the routes',
+        );
+      }
+      context.apply(setting);
+      return next();
+    };
+  };
+
+  return Object.assign(middleware, { route, engine });
+}
+
+// Outside node, the runtime's request signal is the only word of a disconnect.
+function linkClientSignal(c: Context, context: RequestTimeoutContext): void {
+  const signal = c.req.raw.signal as AbortSignal | undefined;
+  if (signal === undefined) return;
+  const onAbort = (): void => context.responseClosed(false);
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
+}

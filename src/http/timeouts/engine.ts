@@ -1,0 +1,129 @@
+import { telemetry } from '../../telemetry.ts';
+import { RequestTimeoutContext } from './context.ts';
+import { type DeadlineEntry, DeadlineList } from './deadlines.ts';
+import {
+  type RequestTimeoutsOptions,
+  type ResolvedOptions,
+  resolveOptions,
+  type TimeoutInfo,
+} from './options.ts';
+import type { Policy } from './policy.ts';
+import { timeoutReason } from './reasons.ts';
+import { parseRouteSetting, type RouteSetting } from './route.ts';
+
+/** How an adapter answers at the deadline. One object per adapter, shared by all its requests. */
+export interface TimeoutAdapter {
+  /**
+   * Called one event-loop turn after the deadline (the handler's chance to answer on its own). Returns
+   * `'answered'` if the policy's response was sent, `'cut'` if a started response was ended early, `'handler'`
+   * if the handler had answered after all.
+   */
+  expire(context: RequestTimeoutContext): 'answered' | 'cut' | 'handler';
+  /** The route and method of the request, for hooks. Called only on timeouts. */
+  describe(context: RequestTimeoutContext): { route: string | undefined; method: string | undefined };
+}
+
+/**
+ * The framework-neutral timeouts engine: validated policies, the deadline lists, the answer at the deadline,
+ * metrics and hooks. Adapters create one per `requestTimeouts(options)` call.
+ */
+export class RequestTimeouts {
+  readonly options: ResolvedOptions;
+  readonly defaultPolicy: Policy | undefined;
+  readonly #lists = new Map<number, DeadlineList>();
+  readonly #onExpired = (expired: DeadlineEntry[]): void => this.#expire(expired as RequestTimeoutContext[]);
+
+  /** Throws a `TypeError` or `RangeError` naming the option when `options` are invalid. */
+  constructor(options?: RequestTimeoutsOptions) {
+    this.options = resolveOptions(options);
+    this.defaultPolicy = this.options.defaultPolicy;
+  }
+
+  /** Validates a route setting now (at startup), so that an unknown policy name fails where it is written. */
+  route(value: unknown, where?: string): RouteSetting {
+    return parseRouteSetting(this.options, value, where);
+  }
+
+  /** Starts timing a request; the default policy, if any, applies until a route setting says otherwise. */
+  start(adapter: TimeoutAdapter, target: unknown): RequestTimeoutContext {
+    const context = new RequestTimeoutContext(this, adapter, target, performance.now());
+    if (context.current !== undefined) {
+      context.deadline = context.start + context.current.ms;
+      this.schedule(context);
+    }
+    return context;
+  }
+
+  schedule(context: RequestTimeoutContext): void {
+    const ms = context.current!.ms;
+    let list = this.#lists.get(ms);
+    if (list === undefined) {
+      list = new DeadlineList(this.#onExpired);
+      this.#lists.set(ms, list);
+    }
+    list.add(context);
+  }
+
+  unschedule(context: RequestTimeoutContext): void {
+    context.list?.remove(context);
+  }
+
+  #expire(expired: RequestTimeoutContext[]): void {
+    for (const context of expired) {
+      const policy = context.current!;
+      context.expire(timeoutReason(policy.name, policy.ms));
+    }
+    // One turn of grace: a handler that listens to its signal and answers at once (a sync 'abort' listener, or
+    // a catch after an awaited fetch) keeps its own answer.
+    setImmediate(() => {
+      for (const context of expired) this.#answer(context);
+    });
+  }
+
+  #answer(context: RequestTimeoutContext): void {
+    if (!context.expired) return;
+    const policy = context.current!;
+    const result = context.adapter.expire(context);
+    const overran = result !== 'handler' && context.doneAt < 0;
+    if (result === 'handler') context.markFinished();
+    else context.markTimedOut(overran);
+    const metrics = telemetry();
+    metrics.requestTimeouts.add(1, { policy: policy.name, result });
+    if (overran) metrics.handlerOverruns.add(1, { policy: policy.name });
+    const onTimeout = this.options.onTimeout;
+    if (onTimeout) {
+      const { route, method } = context.adapter.describe(context);
+      const info: TimeoutInfo = { policy: policy.name, route, method, result, overrun: overran };
+      callHook(onTimeout, info);
+    }
+  }
+
+  /** A handler that ran past its deadline finished (called by the context). */
+  reportOverrun(context: RequestTimeoutContext): void {
+    const policy = context.current!.name;
+    const overrunMs = Math.max(0, context.doneAt - context.deadline);
+    telemetry().overrunDuration.record(overrunMs, { policy });
+    const onOverrun = this.options.onOverrun;
+    if (onOverrun) {
+      const { route, method } = context.adapter.describe(context);
+      callHook(onOverrun, { policy, route, method, overrunMs });
+    }
+  }
+}
+
+// A throwing hook must not take the answer (or the process) down with it; it becomes a process warning.
+function callHook<T>(hook: (info: T) => void, info: T): void {
+  try {
+    hook(info);
+  } catch (error) {
+    process.emitWarning(error instanceof Error ? error : String(error), { code: 'FLOODGATE_HOOK_FAILED' });
+  }
+}
+
+/**
+ * Creates the framework-neutral timeouts engine. Most applications use their adapter's `requestTimeouts`
+ * instead (`floodgate/node`, `floodgate/express`, `floodgate/fastify`, `floodgate/hono`), which builds one.
+ */
+export function requestTimeouts(options?: RequestTimeoutsOptions): RequestTimeouts {
+  return new RequestTimeouts(options);
+}

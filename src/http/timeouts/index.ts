@@ -1,0 +1,8 @@
+export type { RequestTimeout } from './context.ts';
+export { RequestTimeoutContext } from './context.ts';
+export { RequestTimeouts, requestTimeouts, type TimeoutAdapter } from './engine.ts';
+export type { OverrunInfo, RequestTimeoutsOptions, TimeoutInfo } from './options.ts';
+export type { Policy, PolicySpec, TimeoutPolicyOptions } from './policy.ts';
+export { disconnectReason, isAbortReason, isTimeoutReason, timeoutReason } from './reasons.ts';
+export { kRequestTimeout, requestTimeoutOf } from './registry.ts';
+export type { RouteSetting, RouteTimeout } from './route.ts';
