@@ -66,7 +66,11 @@ export abstract class RateLimiter implements LimiterSpec {
    * with a rejected lease (`'limit'`, or `'queue-full'` when there is a queue). Charged once, when admitted.
    */
   acquire(permits = 1, options?: AcquireOptions): Promise<Lease> {
-    checkPermits(permits, this.algorithm.limit);
+    try {
+      checkPermits(permits, this.algorithm.limit);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return this.core.acquire(0, permits, options?.signal);
   }
 
