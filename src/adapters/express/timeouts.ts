@@ -3,6 +3,7 @@ import type { RequestTimeoutContext } from '../../http/timeouts/context.ts';
 import { RequestTimeouts, type TimeoutAdapter } from '../../http/timeouts/engine.ts';
 import { answerResponse, watchResponse } from '../../http/timeouts/node-response.ts';
 import type { RequestTimeoutsOptions } from '../../http/timeouts/options.ts';
+import { isAbortReason } from '../../http/timeouts/reasons.ts';
 import { attachRequestTimeout, requestTimeoutOf } from '../../http/timeouts/registry.ts';
 import type { RouteTimeout } from '../../http/timeouts/route.ts';
 
@@ -26,6 +27,17 @@ export interface ExpressTimeouts extends ExpressMiddleware {
    * before it; if that is missing, the first request through this route fails with an error naming the fix.
    */
   route(setting: RouteTimeout): ExpressMiddleware;
+  /**
+   * An error middleware to install last (`app.use(timeouts.lateAborts)`): it swallows the abort errors that
+   * handlers rethrow after their deadline (`fetch(url, { signal })` rejecting), which Express would otherwise
+   * log and answer by closing the connection. Other errors pass on.
+   */
+  readonly lateAborts: (
+    error: unknown,
+    req: IncomingMessage,
+    res: ServerResponse,
+    next: (error?: unknown) => void,
+  ) => void;
   /** The engine behind this middleware. */
   readonly engine: RequestTimeouts;
 }
@@ -91,5 +103,11 @@ export function requestTimeouts(options?: RequestTimeoutsOptions): ExpressTimeou
       next();
     };
   };
-  return Object.assign(middleware, { route, engine });
+  const lateAborts: ExpressTimeouts['lateAborts'] = (error, req, _res, next) => {
+    const context = requestTimeoutOf(req) as RequestTimeoutContext | undefined;
+    // Our answer has gone out; the handler's abort is the expected end of its work, not a failure.
+    if (context?.engine === engine && context.timedOut && isAbortReason(error)) return;
+    next(error);
+  };
+  return Object.assign(middleware, { route, lateAborts, engine });
 }

@@ -42,9 +42,9 @@ const REPRESENTATION = [
 const adapter: TimeoutAdapter = {
   expire: (context) => {
     const reply = context.target as FastifyReply;
+    dropLateSends(reply);
     if (reply.sent || reply.raw.writableEnded || reply.raw.destroyed) return 'handler';
     const policy = context.current!;
-    dropLateSends(reply);
     if (reply.raw.headersSent) {
       dropLateWrites(reply.raw);
       reply.raw.destroy();

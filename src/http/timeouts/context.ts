@@ -35,11 +35,11 @@ export interface RequestTimeout {
 const State = {
   /** In flight, possibly with a deadline. */
   Running: 0,
-  /** The deadline passed and the signal aborted; the handler has one event-loop turn to answer itself. */
+  /** The deadline passed and the signal is aborting: its listeners may still answer. */
   Expired: 1,
   /** Floodgate answered or cut the response. */
   TimedOut: 2,
-  /** The response finished before the deadline (or the handler answered in its grace turn). */
+  /** The response finished before the deadline (or an 'abort' listener answered). */
   Finished: 3,
   /** The client went away first. */
   Disconnected: 4,
@@ -144,7 +144,7 @@ export class RequestTimeoutContext implements RequestTimeout, DeadlineEntry {
     this.overran = overran;
   }
 
-  /** The handler answered itself in its grace turn (engine). */
+  /** An 'abort' listener answered (engine). */
   markFinished(): void {
     this.state = State.Finished;
   }
@@ -159,7 +159,7 @@ export class RequestTimeoutContext implements RequestTimeout, DeadlineEntry {
       this.state = complete ? State.Finished : State.Disconnected;
       if (!complete) this.#abort(disconnectReason());
     } else if (this.state === State.Expired) {
-      // Complete: the handler answered in its grace turn; the engine sees that when it comes to answer.
+      // Complete: an 'abort' listener answered; the engine sees that when it comes to answer.
       if (!complete) this.state = State.Disconnected;
     } else if (this.state !== State.Finished) {
       // Timed out: only the handler's own end (or promise) says it is done, not the close of our answer.

@@ -14,9 +14,9 @@ import { parseRouteSetting, type RouteSetting } from './route.ts';
 /** How an adapter answers at the deadline. One object per adapter, shared by all its requests. */
 export interface TimeoutAdapter {
   /**
-   * Called one event-loop turn after the deadline (the handler's chance to answer on its own). Returns
-   * `'answered'` if the policy's response was sent, `'cut'` if a started response was ended early, `'handler'`
-   * if the handler had answered after all.
+   * Called at the deadline, right after the signal's 'abort' listeners ran. Returns `'answered'` if the policy's
+   * response was sent, `'cut'` if a started response was ended early, `'handler'` if the handler had answered
+   * after all (in an 'abort' listener, or in the same millisecond).
    */
   expire(context: RequestTimeoutContext): 'answered' | 'cut' | 'handler';
   /** The route and method of the request, for hooks. Called only on timeouts. */
@@ -71,13 +71,12 @@ export class RequestTimeouts {
   #expire(expired: RequestTimeoutContext[]): void {
     for (const context of expired) {
       const policy = context.current!;
+      // 'abort' listeners run synchronously inside expire(); one that answers keeps its answer. Anything
+      // asynchronous (a catch after an awaited fetch) comes after the policy's answer and is dropped: waiting
+      // for it would let an error handler answer 500 in place of the policy, and would make the deadline vague.
       context.expire(timeoutReason(policy.name, policy.ms));
+      this.#answer(context);
     }
-    // One turn of grace: a handler that listens to its signal and answers at once (a sync 'abort' listener, or
-    // a catch after an awaited fetch) keeps its own answer.
-    setImmediate(() => {
-      for (const context of expired) this.#answer(context);
-    });
   }
 
   #answer(context: RequestTimeoutContext): void {

@@ -41,7 +41,11 @@ const REPRESENTATION = [
  * writes by the handler are dropped.
  */
 export function answerResponse(res: ServerResponse, policy: Policy): 'answered' | 'cut' | 'handler' {
-  if (res.writableEnded || res.destroyed) return 'handler';
+  if (res.writableEnded || res.destroyed) {
+    // Answered by an 'abort' listener: what the handler writes after the deadline is dropped all the same.
+    dropLateWrites(res);
+    return 'handler';
+  }
   if (res.headersSent) {
     dropLateWrites(res);
     res.destroy();
