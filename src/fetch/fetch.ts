@@ -1,0 +1,90 @@
+import { describe } from '../duration.ts';
+import { releaseOnBody } from './body-release.ts';
+import { RateLimitedError } from './errors.ts';
+import { type ClientStatistics, Gate, holdsPermits } from './gate.ts';
+import { localResponse } from './local-response.ts';
+import { type ClientOptions, clientConfig } from './options.ts';
+
+/** Options of {@link rateLimitedFetch}. */
+export interface RateLimitedFetchOptions extends ClientOptions {
+  /** The fetch to wrap. Default the global `fetch`, looked up at construction. */
+  fetch?: typeof fetch;
+}
+
+/** A `fetch` with a local quota per partition, that also obeys the pauses servers ask for. */
+export interface RateLimitedFetch {
+  (input: string | URL | Request, init?: RequestInit): Promise<Response>;
+  /** Calls sent, limited locally and paused by the server, since creation (a copy). */
+  readonly statistics: ClientStatistics;
+  /** Milliseconds before `key` (an origin, by default) may call again after a server's pause; 0 if none. */
+  pausedFor(key: string): number;
+}
+
+/**
+ * Wraps `fetch` for calls to third-party APIs with a quota. Each call takes a permit from `limiter` for its
+ * partition (its origin, or `key(url)`) before it leaves; with `onLimited` it then waits (default, in the
+ * limiter's queue, abortable through the request's own `signal`), throws a {@link RateLimitedError}, or resolves
+ * with a local `429` that never reached the network. A `429`/`503` answer with `Retry-After` or a draft-10
+ * `RateLimit` field pauses the partition: no call to it leaves before the time given. A concurrency permit is
+ * held until the response body is read to the end or cancelled: always consume or cancel bodies.
+ *
+ * @example
+ * const api = rateLimitedFetch({
+ *   limiter: tokenBucket({ tokenLimit: 10, tokensPerPeriod: 10, period: '1s', queueLimit: 100 }),
+ *   retry: 2,
+ * });
+ * const res = await api('https://api.example.com/items', { signal: AbortSignal.timeout(30_000) });
+ */
+export function rateLimitedFetch(options: RateLimitedFetchOptions): RateLimitedFetch {
+  const config = clientConfig('rateLimitedFetch', options);
+  const inner = options.fetch ?? globalThis.fetch;
+  if (typeof inner !== 'function') {
+    throw new TypeError(`rateLimitedFetch: fetch must be a function; got ${describe(inner)}`);
+  }
+  const gate = new Gate(config);
+  const keyOf = config.key;
+  const retries = config.retry.attempts > 0;
+
+  const limitedFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url =
+      typeof input === 'string' ? new URL(input) : input instanceof URL ? input : new URL(input.url);
+    const origin = url.origin;
+    const key = keyOf === undefined ? origin : keyOf(url);
+    if (typeof key !== 'string') {
+      throw new TypeError(`rateLimitedFetch: key() must return a string; got ${describe(key)}`);
+    }
+    const request = input instanceof Request ? input : undefined;
+    const signal = init?.signal ?? request?.signal ?? undefined;
+    const method = init?.method ?? request?.method ?? 'GET';
+    // A retry sends the request again: its body must be replayable (a Request is cloned per attempt).
+    const mayRetry = retries && gate.mayRetry(method, 0) && !(init?.body instanceof ReadableStream);
+    for (let attempt = 0; ; attempt++) {
+      // Retries were asked for: they wait out the pause whatever `onLimited` says.
+      const admitted = await gate.admit(key, origin, signal, attempt > 0 ? 'wait' : config.onLimited);
+      if (admitted instanceof RateLimitedError) {
+        if (config.onLimited === 'respond') return localResponse(admitted);
+        throw admitted;
+      }
+      let response: Response;
+      try {
+        response = await inner(mayRetry && request ? request.clone() : input, init);
+      } catch (error) {
+        admitted.release();
+        throw error;
+      }
+      const paused = gate.observe(key, response.status, (name) => response.headers.get(name));
+      if (paused !== undefined && mayRetry && gate.mayRetry(method, attempt)) {
+        admitted.release();
+        // Nobody will read this answer: cancelling frees the connection for the retry.
+        await response.body?.cancel().catch(() => {});
+        continue;
+      }
+      return holdsPermits(admitted) ? releaseOnBody(response, admitted) : response;
+    }
+  };
+
+  return Object.defineProperties(limitedFetch as RateLimitedFetch, {
+    statistics: { get: () => ({ ...gate.statistics }), enumerable: true },
+    pausedFor: { value: (key: string) => gate.pauses?.remaining(key) ?? 0 },
+  });
+}

@@ -1,0 +1,17 @@
+/**
+ * `floodgate/fetch`: rate-limited outgoing calls. {@link rateLimitedFetch} wraps `fetch`;
+ * {@link rateLimitInterceptor} does the same as an undici interceptor (undici types only: nothing loads undici).
+ */
+export { type LimitedReason, RateLimitedError } from './errors.ts';
+export { type RateLimitedFetch, type RateLimitedFetchOptions, rateLimitedFetch } from './fetch.ts';
+export type { ClientStatistics } from './gate.ts';
+export {
+  parseHttpDate,
+  parseRateLimit,
+  type RateLimitItem,
+  rateLimitWaitMs,
+  retryAfterMs,
+} from './headers.ts';
+export { LOCAL_HEADER } from './local-response.ts';
+export type { ClientLimiter, ClientOptions, OnLimited, PauseOptions, RetryOptions } from './options.ts';
+export { type RateLimitInterceptor, rateLimitInterceptor } from './undici.ts';

@@ -1,0 +1,17 @@
+import type { RateLimitedError } from './errors.ts';
+
+/** The header naming why a response was made locally (`limit`, `queue-full`, `paused`, …). */
+export const LOCAL_HEADER = 'floodgate-local';
+
+/**
+ * The `429 Too Many Requests` that `onLimited: 'respond'` resolves with: it never reached the network. It carries
+ * `Retry-After` in whole seconds (at least 1, so no client reads it as "now") when a time is known, and a
+ * `floodgate-local` header with the reason, so code that logs responses can tell it from the server's own 429.
+ */
+export function localResponse(error: RateLimitedError): Response {
+  const headers = new Headers({ 'content-type': 'text/plain; charset=utf-8', [LOCAL_HEADER]: error.reason });
+  if (error.retryAfterMs !== undefined) {
+    headers.set('retry-after', String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))));
+  }
+  return new Response(error.message, { status: 429, statusText: 'Too Many Requests', headers });
+}

@@ -1,0 +1,246 @@
+// undici is an optional peer: this file imports its types only, so loading floodgate/fetch never loads undici.
+
+import type { Duplex } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import { describe } from '../duration.ts';
+import type { Lease } from '../limiters/lease.ts';
+import { RateLimitedError } from './errors.ts';
+import { type ClientStatistics, Gate } from './gate.ts';
+import { LOCAL_HEADER } from './local-response.ts';
+import { type ClientOptions, clientConfig } from './options.ts';
+
+type Handler = Dispatcher.DispatchHandler;
+type Controller = Dispatcher.DispatchController;
+type Headers = Record<string, string | string[] | undefined>;
+
+/** An undici interceptor that also reports what it counted. */
+export interface RateLimitInterceptor extends Dispatcher.DispatcherComposeInterceptor {
+  /** Calls sent, limited locally and paused by the server, since creation (a copy). */
+  readonly statistics: ClientStatistics;
+  /** Milliseconds before `key` (an origin, by default) may call again after a server's pause; 0 if none. */
+  pausedFor(key: string): number;
+}
+
+/**
+ * The behaviour of {@link rateLimitedFetch} as an undici (6 or 7) dispatcher interceptor, for code that uses
+ * undici directly: `new Agent().compose(rateLimitInterceptor({ limiter }))`. Waits end when the dispatch
+ * options' `signal` aborts (undici's `request()` passes its `signal` there). A concurrency permit is held until
+ * the response ends or fails. With `onLimited: 'respond'` the handler receives a local 429; with `'throw'`, an
+ * error through `onResponseError` (undici's `request()` rejects with it).
+ *
+ * @example
+ * const agent = new Agent().compose(rateLimitInterceptor({ limiter: tokenBucket({ … }), retry: 2 }));
+ * const { statusCode, body } = await request('https://api.example.com/items', { dispatcher: agent });
+ */
+export function rateLimitInterceptor(options: ClientOptions): RateLimitInterceptor {
+  const config = clientConfig('rateLimitInterceptor', options);
+  const gate = new Gate(config);
+  const interceptor: Dispatcher.DispatcherComposeInterceptor = (dispatch) =>
+    function rateLimited(opts: Dispatcher.DispatchOptions, handler: Handler): boolean {
+      let origin: string;
+      let key: string;
+      try {
+        origin = originOf(opts.origin);
+        key = config.key === undefined ? origin : config.key(new URL(opts.path, origin));
+        if (typeof key !== 'string') {
+          throw new TypeError(`rateLimitInterceptor: key() must return a string; got ${describe(key)}`);
+        }
+      } catch (error) {
+        handler.onResponseError?.(new Facade(), error as Error);
+        return true;
+      }
+      const signal = (opts as { signal?: unknown }).signal;
+      const call = new Call(
+        gate,
+        dispatch,
+        opts,
+        handler,
+        key,
+        origin,
+        signal instanceof AbortSignal ? signal : undefined,
+      );
+      call.attempt();
+      // The request is ours now, queued or sent: the dispatcher can take more.
+      return true;
+    };
+  return Object.defineProperties(interceptor as RateLimitInterceptor, {
+    statistics: { get: () => ({ ...gate.statistics }), enumerable: true },
+    pausedFor: { value: (key: string) => gate.pauses?.remaining(key) ?? 0 },
+  });
+}
+
+/**
+ * The controller the caller's handler sees, once, for every attempt: it forwards to the attempt in flight,
+ * so that a retry does not start the caller's request over.
+ */
+class Facade implements Controller {
+  current: Controller | undefined;
+  private abortReason: Error | null = null;
+
+  get aborted(): boolean {
+    return this.abortReason !== null || (this.current?.aborted ?? false);
+  }
+  get paused(): boolean {
+    return this.current?.paused ?? false;
+  }
+  get reason(): Error | null {
+    return this.abortReason ?? this.current?.reason ?? null;
+  }
+  abort(reason: Error): void {
+    this.abortReason ??= reason;
+    this.current?.abort(reason);
+  }
+  pause(): void {
+    this.current?.pause();
+  }
+  resume(): void {
+    this.current?.resume();
+  }
+}
+
+/** One intercepted request, through its attempts. */
+class Call implements Handler {
+  private readonly facade = new Facade();
+  private started = false;
+  private attempts = 0;
+  private lease: Lease | undefined;
+  private retrying = false;
+
+  constructor(
+    private readonly gate: Gate,
+    private readonly dispatch: Dispatcher.Dispatch,
+    private readonly opts: Dispatcher.DispatchOptions,
+    private readonly handler: Handler,
+    private readonly key: string,
+    private readonly origin: string,
+    private readonly signal: AbortSignal | undefined,
+  ) {}
+
+  attempt(): void {
+    const mode = this.attempts > 0 ? 'wait' : this.gate.config.onLimited;
+    this.gate.admit(this.key, this.origin, this.signal, mode).then(
+      (admitted) => {
+        if (admitted instanceof RateLimitedError) {
+          if (this.gate.config.onLimited === 'respond') this.respondLocally(admitted);
+          else this.fail(admitted);
+          return;
+        }
+        if (this.facade.aborted) {
+          admitted.release();
+          this.fail(this.facade.reason as Error);
+          return;
+        }
+        this.lease = admitted;
+        this.retrying = false;
+        try {
+          this.dispatch(this.opts, this);
+        } catch (error) {
+          this.onResponseError(this.facade, error as Error);
+        }
+      },
+      (error: Error) => this.fail(error),
+    );
+  }
+
+  onRequestStart(controller: Controller, context: unknown): void {
+    this.facade.current = controller;
+    if (this.started) return;
+    this.started = true;
+    this.handler.onRequestStart?.(this.facade, context);
+  }
+
+  onRequestUpgrade(_controller: Controller, statusCode: number, headers: Headers, socket: Duplex): void {
+    this.release();
+    this.handler.onRequestUpgrade?.(this.facade, statusCode, headers, socket);
+  }
+
+  onResponseStart(
+    _controller: Controller,
+    statusCode: number,
+    headers: Headers,
+    statusMessage?: string,
+  ): void {
+    const paused = this.gate.observe(this.key, statusCode, (name) => first(headers[name]));
+    if (paused !== undefined && this.mayRetry()) {
+      // Read this answer to its end (it frees the connection) without showing it to the caller.
+      this.retrying = true;
+      return;
+    }
+    this.handler.onResponseStart?.(this.facade, statusCode, headers, statusMessage);
+  }
+
+  onResponseData(_controller: Controller, chunk: Buffer): void {
+    if (!this.retrying) this.handler.onResponseData?.(this.facade, chunk);
+  }
+
+  onResponseEnd(_controller: Controller, trailers: Headers): void {
+    this.release();
+    if (this.retrying) {
+      this.attempts++;
+      this.attempt();
+      return;
+    }
+    this.handler.onResponseEnd?.(this.facade, trailers);
+  }
+
+  onResponseError(_controller: Controller, error: Error): void {
+    this.release();
+    this.handler.onResponseError?.(this.facade, error);
+  }
+
+  private mayRetry(): boolean {
+    const body = this.opts.body;
+    const replayable = body == null || typeof body === 'string' || body instanceof Uint8Array;
+    return replayable && this.gate.mayRetry(this.opts.method, this.attempts);
+  }
+
+  private release(): void {
+    const lease = this.lease;
+    this.lease = undefined;
+    lease?.release();
+  }
+
+  private fail(error: Error): void {
+    this.handler.onResponseError?.(this.facade, error);
+  }
+
+  /** Plays a local 429 to the caller's handler: it never reached the network. */
+  private respondLocally(error: RateLimitedError): void {
+    const body = Buffer.from(error.message);
+    const headers: Headers = {
+      'content-type': 'text/plain; charset=utf-8',
+      'content-length': String(body.length),
+      [LOCAL_HEADER]: error.reason,
+    };
+    if (error.retryAfterMs !== undefined) {
+      headers['retry-after'] = String(Math.max(1, Math.ceil(error.retryAfterMs / 1000)));
+    }
+    const handler = this.handler;
+    const facade = this.facade;
+    try {
+      if (!this.started) {
+        this.started = true;
+        handler.onRequestStart?.(facade, {});
+      }
+      if (facade.aborted) {
+        this.fail(facade.reason as Error);
+        return;
+      }
+      handler.onResponseStart?.(facade, 429, headers, 'Too Many Requests');
+      if (facade.aborted) return;
+      handler.onResponseData?.(facade, body);
+      handler.onResponseEnd?.(facade, {});
+    } catch (caught) {
+      this.fail(caught as Error);
+    }
+  }
+}
+
+function originOf(origin: string | URL | undefined): string {
+  if (origin === undefined) throw new TypeError('rateLimitInterceptor: the request has no origin');
+  return typeof origin === 'string' ? new URL(origin).origin : origin.origin;
+}
+
+function first(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
+}

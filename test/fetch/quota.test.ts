@@ -1,0 +1,139 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { RateLimitedError, rateLimitedFetch } from '../../src/fetch/index.ts';
+import { concurrency, fixedWindow, partitioned, tokenBucket } from '../../src/index.ts';
+import { startServer, type TestServer } from './server.ts';
+
+let a: TestServer;
+let b: TestServer;
+before(async () => {
+  a = await startServer();
+  b = await startServer();
+});
+after(async () => {
+  await a.close();
+  await b.close();
+});
+
+const hourly = (permitLimit: number) => fixedWindow({ permitLimit, window: '1h' });
+
+describe('the local quota holds, counted on the server', () => {
+  test("'respond': only the allowed calls reach the server; the rest get a local 429", async () => {
+    const start = a.hits.length;
+    const api = rateLimitedFetch({ limiter: hourly(3), onLimited: 'respond' });
+    const responses = await Promise.all(Array.from({ length: 10 }, (_, i) => api(a.url(`/r${i}`))));
+    assert.equal(a.hits.length - start, 3);
+    const local = responses.filter((r) => r.status === 429);
+    assert.equal(local.length, 7);
+    for (const r of local) {
+      assert.equal(r.headers.get('floodgate-local'), 'limit');
+      assert.ok(Number(r.headers.get('retry-after')) >= 1);
+    }
+    await Promise.all(responses.map((r) => r.text()));
+    assert.deepEqual(api.statistics, { sent: 3, limited: 7, paused: 0 });
+  });
+
+  test("'throw': a typed error, and nothing reaches the server", async () => {
+    const start = a.hits.length;
+    const api = rateLimitedFetch({ limiter: hourly(1), onLimited: 'throw' });
+    await (await api(a.url())).text();
+    const error = await api(a.url()).then(
+      () => assert.fail('should be refused'),
+      (e: unknown) => e,
+    );
+    assert.ok(error instanceof RateLimitedError);
+    assert.equal(error.reason, 'limit');
+    assert.equal(error.key, a.origin);
+    assert.ok(error.retryAfterMs !== undefined && error.retryAfterMs > 0);
+    assert.equal(a.hits.length - start, 1);
+  });
+
+  test("'wait' with a queue: every call is sent, no faster than the bucket refills", async () => {
+    const start = a.hits.length;
+    const api = rateLimitedFetch({
+      limiter: tokenBucket({ tokenLimit: 2, tokensPerPeriod: 2, period: 200, queueLimit: 10 }),
+    });
+    const responses = await Promise.all(Array.from({ length: 6 }, () => api(a.url())));
+    await Promise.all(responses.map((r) => r.text()));
+    const hits = a.hits.slice(start);
+    assert.equal(hits.length, 6);
+    // Two at once, two a period later, two two periods later: at least ~400 ms from first to last.
+    assert.ok(hits[5].at - hits[0].at >= 350, `spread ${hits[5].at - hits[0].at} ms`);
+  });
+
+  test("'wait' without a queue sleeps until the lease's retryAfterMs, then sends", async () => {
+    const start = a.hits.length;
+    const api = rateLimitedFetch({ limiter: fixedWindow({ permitLimit: 2, window: 300 }) });
+    const responses = await Promise.all(Array.from({ length: 3 }, () => api(a.url())));
+    await Promise.all(responses.map((r) => r.text()));
+    const hits = a.hits.slice(start);
+    assert.equal(hits.length, 3);
+    assert.ok(hits[2].at - hits[0].at >= 250, `spread ${hits[2].at - hits[0].at} ms`);
+  });
+});
+
+describe('partitions', () => {
+  test('one budget per origin by default: a spent API does not block another', async () => {
+    const [startA, startB] = [a.hits.length, b.hits.length];
+    const api = rateLimitedFetch({ limiter: hourly(2), onLimited: 'respond' });
+    const calls = [a, a, a, a, b, b, b, b].map((s) => api(s.url()).then((r) => r.text()));
+    await Promise.all(calls);
+    assert.equal(a.hits.length - startA, 2);
+    assert.equal(b.hits.length - startB, 2);
+  });
+
+  test('a custom key shares one budget between origins', async () => {
+    const [startA, startB] = [a.hits.length, b.hits.length];
+    const api = rateLimitedFetch({ limiter: hourly(2), key: () => 'all', onLimited: 'respond' });
+    await Promise.all([a, b, a, b].map((s) => api(s.url()).then((r) => r.text())));
+    assert.equal(a.hits.length - startA + (b.hits.length - startB), 2);
+  });
+
+  test('an already partitioned limiter receives the key: tiers per origin', async () => {
+    const [startA, startB] = [a.hits.length, b.hits.length];
+    const limiter = partitioned<string>({
+      key: (origin) => origin,
+      limiter: (origin) => (origin === a.origin ? hourly(1) : hourly(3)),
+    });
+    const api = rateLimitedFetch({ limiter, onLimited: 'respond' });
+    await Promise.all([a, a, a, b, b, b, b].map((s) => api(s.url()).then((r) => r.text())));
+    assert.equal(a.hits.length - startA, 1);
+    assert.equal(b.hits.length - startB, 3);
+  });
+});
+
+describe('options are checked at construction', () => {
+  const cases: Array<[string, () => unknown, RegExp]> = [
+    ['limiter', () => rateLimitedFetch({ limiter: {} as never }), /limiter must be a limiter.*got an object/],
+    [
+      'onLimited',
+      () => rateLimitedFetch({ limiter: hourly(1), onLimited: 'drop' as never }),
+      /onLimited.*"drop"/,
+    ],
+    [
+      'wait without a queue on concurrency',
+      () => rateLimitedFetch({ limiter: concurrency({ permitLimit: 1 }) }),
+      /'wait' needs a queue/,
+    ],
+    [
+      'pause.jitter',
+      () => rateLimitedFetch({ limiter: hourly(1), pause: { jitter: 2 } }),
+      /pause\.jitter.*got 2/,
+    ],
+    [
+      'pause.max',
+      () => rateLimitedFetch({ limiter: hourly(1), pause: { max: '1y' as never } }),
+      /pause\.max.*"1y"/,
+    ],
+    ['retry', () => rateLimitedFetch({ limiter: hourly(1), retry: 11 }), /retry\.attempts.*got 11/],
+    [
+      'fetch',
+      () => rateLimitedFetch({ limiter: hourly(1), fetch: 'x' as never }),
+      /fetch must be a function/,
+    ],
+    ['key', () => rateLimitedFetch({ limiter: hourly(1), key: 'origin' as never }), /key must be a function/],
+  ];
+  for (const [name, make, message] of cases) {
+    test(name, () => assert.throws(make, message));
+  }
+});
