@@ -1,1 +1,2 @@
 export * from './timeouts/index.ts';
+export * from './rate-limiting/index.ts';

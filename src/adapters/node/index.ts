@@ -1,1 +1,2 @@
 export * from './timeouts.ts';
+export * from './rate-limiting.ts';

@@ -1,0 +1,188 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Decision } from '../../http/rate-limiting/engine.ts';
+import { RateLimiting } from '../../http/rate-limiting/engine.ts';
+import {
+  admit,
+  isThenable,
+  NodeRequestView,
+  reject,
+  waitSignal,
+  writeRejection,
+} from '../../http/rate-limiting/node-http.ts';
+import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
+import type { RouteLimits } from '../../http/rate-limiting/route.ts';
+
+export type {
+  HttpLimiter,
+  OnRejected,
+  PolicyOptions,
+  RateLimitingOptions,
+  RejectedContext,
+  RouteLimit,
+} from '../../http/rate-limiting/options.ts';
+
+/** Options of the node:http `rateLimiting()`: `onRejected` sees the `IncomingMessage` and `ServerResponse`. */
+export type NodeRateLimitingOptions = RateLimitingOptions<IncomingMessage, ServerResponse>;
+
+/** Wraps node:http handlers with rate limiting. Created by {@link rateLimiting}. */
+export interface NodeRateLimiting {
+  /**
+   * Returns `handler` behind the global limiter chained with `route`'s policy: a policy name (checked now, so a
+   * typo fails at startup), an inline policy, or `false` for no limiting. Wrap each route's handler once: a
+   * request that an outer wrapper of the same `rateLimiting` already decided with another setting is answered
+   * 500, since global and policy could no longer be decided as one.
+   */
+  <Req extends IncomingMessage, Res extends ServerResponse>(
+    handler: (req: Req, res: Res) => unknown,
+    route?: RouteLimit<IncomingMessage, ServerResponse>,
+  ): (req: Req, res: Res) => void;
+  /** The same as a connect-style middleware `(req, res, next)`. */
+  middleware(
+    route?: RouteLimit<IncomingMessage, ServerResponse>,
+  ): (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void;
+  /** The engine behind this wrapper. */
+  readonly engine: RateLimiting;
+}
+
+const kDecided = Symbol.for('floodgate.rateLimited');
+type Marked = IncomingMessage & { [kDecided]?: { engine: RateLimiting; route: RouteLimits } };
+
+/**
+ * Rate limiting for node:http.
+ *
+ * @example
+ * ```ts
+ * const limit = rateLimiting({
+ *   global: partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: 100, window: '1m' }) }),
+ *   policies: { search: concurrency({ permitLimit: 4, queueLimit: 16 }) },
+ * });
+ * http.createServer(limit(router));            // or per route: limit(searchHandler, 'search')
+ * ```
+ */
+export function rateLimiting(options?: NodeRateLimitingOptions): NodeRateLimiting {
+  const engine = new RateLimiting(options as RateLimitingOptions);
+
+  const gate = (
+    route: RouteLimits,
+    req: IncomingMessage,
+    res: ServerResponse,
+    next: (error?: unknown) => void,
+  ): void => {
+    const prior = (req as Marked)[kDecided];
+    if (prior !== undefined && prior.engine === engine) {
+      if (route === prior.route || route === engine.defaultRoute) next();
+      else
+        next(
+          new Error(
+            'floodgate: this request was already rate-limited by an outer wrapper with another setting; wrap each route once',
+          ),
+        );
+      return;
+    }
+    (req as Marked)[kDecided] = { engine, route };
+    const view = new NodeRequestView(req);
+    const decision = engine.decide(view, route, () => waitSignal(req, res));
+    if (isThenable(decision)) decision.then((d) => proceed(view, req, res, d, next), next);
+    else proceed(view, req, res, decision, next);
+  };
+
+  const proceed = (
+    view: NodeRequestView,
+    req: IncomingMessage,
+    res: ServerResponse,
+    decision: Decision,
+    next: (error?: unknown) => void,
+  ): void => {
+    if (decision.result === 'canceled') return;
+    if (decision.lease !== undefined && !decision.lease.granted) {
+      const sent = () => res.headersSent;
+      const write = (context: Parameters<typeof writeRejection>[1]) => writeRejection(res, context);
+      let done: void | Promise<void>;
+      try {
+        done = reject(engine, view, res, decision, req, res, sent, write);
+      } catch (error) {
+        next(error);
+        return;
+      }
+      if (!engine.options.dryRun) {
+        if (isThenable(done)) done.then(undefined, next);
+        return;
+      }
+      if (isThenable(done)) {
+        done.then(() => {
+          admit(engine, view, res, decision);
+          next();
+        }, next);
+        return;
+      }
+    }
+    admit(engine, view, res, decision);
+    next();
+  };
+
+  const wrap = <Req extends IncomingMessage, Res extends ServerResponse>(
+    handler: (req: Req, res: Res) => unknown,
+    setting?: RouteLimit<IncomingMessage, ServerResponse>,
+  ): ((req: Req, res: Res) => void) => {
+    if (typeof handler !== 'function') {
+      throw new TypeError(`rateLimiting(): the handler must be a function; got ${typeof handler}`);
+    }
+    const route = engine.route(setting, 'rateLimiting() route');
+    return (req, res) => {
+      gate(route, req, res, (error) => {
+        if (error !== undefined) {
+          fail(res, error);
+          return;
+        }
+        run(handler, req, res);
+      });
+    };
+  };
+
+  const middleware = (setting?: RouteLimit<IncomingMessage, ServerResponse>) => {
+    const route = engine.route(setting, 'rateLimiting.middleware()');
+    return (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) =>
+      gate(route, req, res, next);
+  };
+
+  return Object.assign(wrap, { middleware, engine }) as NodeRateLimiting;
+}
+
+// A handler that throws must not keep its permit: the response is ended (500 when nothing was sent), so a
+// concurrency lease comes back, and the error goes on as it would without floodgate.
+function run<Req extends IncomingMessage, Res extends ServerResponse>(
+  handler: (req: Req, res: Res) => unknown,
+  req: Req,
+  res: Res,
+): void {
+  let result: unknown;
+  try {
+    result = handler(req, res);
+  } catch (error) {
+    fail(res, error);
+    throw error;
+  }
+  if (isThenable(result)) {
+    result.then(undefined, (error: unknown) => {
+      fail(res, error);
+      throw error;
+    });
+  }
+}
+
+function fail(res: ServerResponse, error: unknown): void {
+  if (res.writableEnded || res.destroyed) return;
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body =
+    error instanceof Error && error.message.startsWith('floodgate:')
+      ? error.message
+      : 'Internal Server Error';
+  res.writeHead(500, {
+    'content-type': 'text/plain; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+  });
+  res.end(body);
+}

@@ -1,0 +1,191 @@
+import { describe } from '../../duration.ts';
+import { ChainLease, Lease } from '../../limiters/lease.ts';
+import { telemetry } from '../../telemetry.ts';
+import type { HttpRequest } from '../request.ts';
+import {
+  buildPolicy,
+  type RateLimitingOptions,
+  type RejectedContext,
+  type ResolvedOptions,
+  resolveOptions,
+} from './options.ts';
+import { limitHeaders, rejection } from './response.ts';
+import { type Result, RouteLimits } from './route.ts';
+
+/** The outcome of one request's decision. */
+export class Decision {
+  /** `performance.now()` when a held lease was taken, or -1 when none is held. */
+  heldSince = -1;
+
+  constructor(
+    readonly route: RouteLimits,
+    /** The lease, or undefined when the route is not limited or the request was canceled. */
+    readonly lease: Lease | undefined,
+    readonly result: Result,
+  ) {}
+
+  /** Whether the request may proceed (granted, not limited, or dry run). */
+  admitted(dryRun: boolean): boolean {
+    if (this.result === 'canceled') return false;
+    return this.lease === undefined || this.lease.granted || dryRun;
+  }
+
+  /** Which limiter rejected: `'global'` or `'endpoint'`. */
+  get limiter(): 'global' | 'endpoint' {
+    return this.result === 'global_limiter' ? 'global' : 'endpoint';
+  }
+}
+
+/**
+ * The framework-neutral rate-limiting engine: validated policies, one chain per route setting, decisions,
+ * headers, rejections and metrics. Adapters create one per `rateLimiting(options)` call and translate.
+ */
+export class RateLimiting {
+  readonly options: ResolvedOptions;
+  /** The route limits of routes that name no policy. */
+  readonly defaultRoute: RouteLimits;
+  /** Routes that do no limiting. */
+  readonly disabledRoute: RouteLimits;
+  readonly #named = new Map<string, RouteLimits>();
+
+  /** Throws a `TypeError`/`RangeError` naming the option when `options` are invalid. */
+  constructor(options?: RateLimitingOptions) {
+    this.options = resolveOptions(options as RateLimitingOptions);
+    this.defaultRoute = new RouteLimits(this.options.global, undefined, this.options.onRejected);
+    this.disabledRoute = new RouteLimits(undefined, undefined, undefined);
+    for (const [name, policy] of this.options.policies) {
+      this.#named.set(name, new RouteLimits(this.options.global, policy, this.options.onRejected));
+    }
+  }
+
+  /**
+   * Validates a route setting now, so a route naming a policy that does not exist fails where it is declared:
+   * `undefined` (the global limiter only), a policy name, `false` (no limiting), or an inline policy.
+   */
+  route(setting: unknown, where = 'route'): RouteLimits {
+    if (setting === undefined) return this.defaultRoute;
+    if (setting === false) return this.disabledRoute;
+    if (typeof setting === 'string') {
+      const named = this.#named.get(setting);
+      if (named === undefined) {
+        const known = [...this.#named.keys()].map((k) => JSON.stringify(k)).join(', ') || 'none';
+        throw new RangeError(
+          `${where}: no rate-limiting policy named ${describe(setting)} (known: ${known})`,
+        );
+      }
+      return named;
+    }
+    const policy = buildPolicy(where, 'route', setting, true);
+    return new RouteLimits(this.options.global, policy, this.options.onRejected);
+  }
+
+  /**
+   * Decides for one request. Without a queue anywhere in the chain (or in dry-run mode, which never holds a
+   * request) the answer is synchronous. `signal` is asked for only when the request may wait: it should abort
+   * when the client goes away or the request times out, which takes the request out of the queue at once.
+   */
+  decide(
+    req: HttpRequest,
+    route: RouteLimits,
+    signal: () => AbortSignal | undefined,
+  ): Decision | Promise<Decision> {
+    if (route.unlimited) return new Decision(route, undefined, 'acquired');
+    if (!route.mayQueue || this.options.dryRun) return this.#decided(route, route.tryAcquire(req));
+    const instruments = telemetry();
+    const attributes = route.attributes.acquired;
+    const started = performance.now();
+    instruments.queuedRequests.add(1, attributes);
+    let waiting: Promise<Lease>;
+    let abort: AbortSignal | undefined;
+    try {
+      abort = signal();
+      waiting = route.acquire(req, abort);
+    } catch (error) {
+      waiting = Promise.reject(error);
+    }
+    return waiting.then(
+      (lease) => {
+        instruments.queuedRequests.add(-1, attributes);
+        instruments.timeInQueue.record(performance.now() - started, attributes);
+        return this.#decided(route, lease);
+      },
+      (error: unknown) => {
+        instruments.queuedRequests.add(-1, attributes);
+        // Only our own signal cancels; anything else is a failure the framework should see.
+        if (abort === undefined || !abort.aborted || error !== abort.reason) throw error;
+        instruments.requests.add(1, route.attributes.canceled);
+        return new Decision(route, undefined, 'canceled');
+      },
+    );
+  }
+
+  #decided(route: RouteLimits, lease: Lease): Decision {
+    let result: Result;
+    if (lease.granted) result = 'acquired';
+    else if (lease.reason === 'queue-full' || lease.reason === 'evicted') result = 'queue_full';
+    else {
+      const index = route.members.indexOf(lease.source as never);
+      result = index >= 0 && route.isGlobal(index) ? 'global_limiter' : 'endpoint_limiter';
+    }
+    const attributes = this.options.dryRun ? route.dryRunAttributes : route.attributes;
+    telemetry().requests.add(1, attributes[result]);
+    const decision = new Decision(route, lease, result);
+    if (lease.granted && holdsPermits(lease)) {
+      decision.heldSince = performance.now();
+      telemetry().activeLeases.add(1, route.attributes.acquired);
+    }
+    return decision;
+  }
+
+  /**
+   * Gives a held lease back (the response finished or the client went away). Idempotent; a no-op for leases
+   * that hold nothing, which is why adapters only watch the response when {@link Decision.heldSince} ≥ 0.
+   */
+  release(decision: Decision): void {
+    if (decision.heldSince < 0) return;
+    const attributes = decision.route.attributes.acquired;
+    telemetry().leaseDuration.record(performance.now() - decision.heldSince, attributes);
+    telemetry().activeLeases.add(-1, attributes);
+    decision.heldSince = -1;
+    decision.lease!.release();
+  }
+
+  /** The rate-limit header fields for an admitted request. */
+  headers(req: HttpRequest, decision: Decision): Array<[string, string]> {
+    if (decision.lease === undefined) return [];
+    return limitHeaders(this.options, decision.route, req, decision.lease);
+  }
+
+  /** The context `onRejected` sees, with the answer floodgate will send unless the hook sends its own. */
+  rejectedContext<Req, Res>(
+    req: HttpRequest,
+    decision: Decision,
+    request: Req,
+    response: Res,
+  ): RejectedContext<Req, Res> {
+    const route = decision.route;
+    const lease = decision.lease!;
+    const policy = route.policy?.name;
+    const answer = rejection(this.options, route, req, lease, policy);
+    return {
+      request,
+      response,
+      lease,
+      policy,
+      limiter: decision.limiter,
+      dryRun: this.options.dryRun,
+      status: answer.status,
+      headers: answer.headers,
+      body: answer.body,
+    };
+  }
+}
+
+/** Whether releasing `lease` gives something back (a concurrency permit), so the response must be watched. */
+export function holdsPermits(lease: Lease): boolean {
+  if (lease instanceof ChainLease) {
+    for (const member of lease.members) if (member.release !== Lease.prototype.release) return true;
+    return false;
+  }
+  return lease.release !== Lease.prototype.release;
+}

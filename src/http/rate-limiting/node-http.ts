@@ -1,0 +1,120 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { HttpRequest } from '../request.ts';
+import { requestTimeoutOf } from '../timeouts/registry.ts';
+import type { Decision, RateLimiting } from './engine.ts';
+import type { RejectedContext } from './options.ts';
+
+/**
+ * node `IncomingMessage` plumbing shared by the node:http, Express and Fastify adapters: a lazy request view,
+ * the disconnect signal for queued requests, holding a lease until the response ends, and writing answers.
+ */
+
+/** The {@link HttpRequest} view of a node request. Nothing is parsed until a key function asks. */
+export class NodeRequestView implements HttpRequest {
+  #path: string | undefined;
+  constructor(readonly raw: IncomingMessage) {}
+
+  get remoteAddress(): string | undefined {
+    return this.raw.socket?.remoteAddress;
+  }
+
+  get method(): string {
+    return this.raw.method ?? 'GET';
+  }
+
+  get path(): string {
+    if (this.#path === undefined) {
+      const url = this.raw.url ?? '/';
+      const q = url.indexOf('?');
+      this.#path = q < 0 ? url : url.slice(0, q);
+    }
+    return this.#path;
+  }
+
+  header(name: string): string | string[] | undefined {
+    return this.raw.headers[name];
+  }
+}
+
+/**
+ * The signal a queued request waits with: the request timeout's when the timeouts middleware runs (it aborts on
+ * disconnect and at the deadline, so queue time counts against the deadline), otherwise one that aborts when the
+ * client goes away.
+ */
+export function waitSignal(req: IncomingMessage, res: ServerResponse): AbortSignal {
+  const timeout = requestTimeoutOf(req);
+  if (timeout !== undefined) return timeout.signal;
+  const controller = new AbortController();
+  const onClose = (): void => {
+    if (!res.writableFinished) controller.abort(new DOMException('The client disconnected', 'AbortError'));
+  };
+  if (req.destroyed || res.destroyed || res.closed) onClose();
+  else res.once('close', onClose);
+  return controller.signal;
+}
+
+/** Sets the rate-limit header fields of an admitted request and holds its lease until the response ends. */
+export function admit(
+  engine: RateLimiting,
+  view: NodeRequestView,
+  res: ServerResponse,
+  decision: Decision,
+): void {
+  if (engine.options.headers.length > 0 && decision.lease !== undefined && !res.headersSent) {
+    for (const [name, value] of engine.headers(view, decision)) res.setHeader(name, value);
+  }
+  holdUntilEnd(engine, res, decision);
+}
+
+/** Releases a held lease when the response finishes or the client goes away, whichever comes first. */
+export function holdUntilEnd(engine: RateLimiting, res: ServerResponse, decision: Decision): void {
+  if (decision.heldSince < 0) return;
+  if (res.closed || res.destroyed) {
+    engine.release(decision);
+    return;
+  }
+  const release = (): void => engine.release(decision);
+  res.once('close', release);
+  res.once('finish', release);
+}
+
+/**
+ * Calls `onRejected` (awaited when it returns a promise) and, unless it answered by itself, sends the
+ * rejection. Resolves to whether the request should go on (dry-run mode).
+ */
+export function reject<Req, Res>(
+  engine: RateLimiting,
+  view: NodeRequestView,
+  res: ServerResponse,
+  decision: Decision,
+  request: Req,
+  response: Res,
+  sent: () => boolean,
+  write: (context: RejectedContext<Req, Res>) => void,
+): void | Promise<void> {
+  const context = engine.rejectedContext(view, decision, request, response);
+  const hook = decision.route.onRejected;
+  const outcome = hook === undefined ? undefined : hook(context);
+  const finish = (): void => {
+    if (engine.options.dryRun || sent() || res.destroyed) return;
+    write(context);
+  };
+  if (isThenable(outcome)) return Promise.resolve(outcome).then(finish);
+  finish();
+}
+
+/** Writes a rejection on a plain node response. */
+export function writeRejection(res: ServerResponse, context: RejectedContext<unknown, unknown>): void {
+  const headers: Record<string, string | string[]> = {};
+  for (const [name, value] of context.headers) {
+    // `Headers` joins repeated fields with ', ', which is right for every field we write but Set-Cookie.
+    headers[name] = name === 'set-cookie' ? context.headers.getSetCookie() : value;
+  }
+  headers['content-length'] = String(Buffer.byteLength(context.body));
+  res.writeHead(context.status, headers);
+  res.end(context.body);
+}
+
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
+}

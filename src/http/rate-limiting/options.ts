@@ -1,0 +1,226 @@
+import { describe } from '../../duration.ts';
+import { ChainLimiter } from '../../limiters/chain.ts';
+import type { Lease } from '../../limiters/lease.ts';
+import { PartitionedLimiter } from '../../limiters/partitioned.ts';
+import { RateLimiter } from '../../limiters/rate-limiter.ts';
+import {
+  type HeaderStyle,
+  type PartitionKeyHasher,
+  parseHeaderStyles,
+  partitionKeyHasher,
+} from '../ratelimit-headers.ts';
+import type { HttpRequest } from '../request.ts';
+
+/**
+ * What a policy limits with: a limiter (`fixedWindow(...)`: one bucket for every request it sees), a
+ * `partitioned(...)` limiter (one bucket per key of the request, e.g. per client), or a `chain(...)` of them.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: partitioned limiters key the HttpRequest view, typed loosely by users
+export type HttpLimiter = RateLimiter | PartitionedLimiter<any> | ChainLimiter<any>;
+
+/** Which limiter of the chain said no: the global limiter or the route's policy. */
+export type RejectingLimiter = 'global' | 'endpoint';
+
+/**
+ * What `onRejected` sees, and may change: `status`, `headers` and `body` are what will be sent. It may also
+ * answer by itself (write the response in node:http, Express and Fastify; return a `Response` in Hono), and
+ * then floodgate sends nothing.
+ */
+export interface RejectedContext<Req = unknown, Res = unknown> {
+  /** The framework's request (node `IncomingMessage`, Express `req`, Fastify `request`, Hono `Context`). */
+  readonly request: Req;
+  /** The framework's response (node `ServerResponse`, Express `res`, Fastify `reply`, Hono `Context`). */
+  readonly response: Res;
+  /** The rejected lease: `reason`, `retryAfterMs`, `limit`, `remaining`. */
+  readonly lease: Lease;
+  /** The route's policy name (`'route'` for an inline one), or `undefined` when only the global limiter applies. */
+  readonly policy: string | undefined;
+  /** Which limiter said no. */
+  readonly limiter: RejectingLimiter;
+  /** True in dry-run mode: the request will go through whatever this hook does to the answer. */
+  readonly dryRun: boolean;
+  /** The status to send. Default 429. */
+  status: number;
+  /** The header fields to send: `Retry-After`, `RateLimit-Policy`, `RateLimit`, `Content-Type`. */
+  headers: Headers;
+  /** The body to send. */
+  body: string;
+}
+
+/** Called for every rejected request (and, in dry-run mode, every request that would have been). */
+// biome-ignore lint/suspicious/noExplicitAny: each adapter narrows the context's request and response
+export type OnRejected<Req = any, Res = any> = (context: RejectedContext<Req, Res>) => unknown;
+
+/** A named or inline policy with its own options. */
+export interface PolicyOptions<Req = unknown, Res = unknown> {
+  /** The limiter. A plain limiter is one bucket for every route using the policy; partition it to split. */
+  limiter: HttpLimiter;
+  /** Called when this policy (or the global limiter, on its routes) rejects. Default: the global `onRejected`. */
+  onRejected?: OnRejected<Req, Res>;
+  /** The name reported in headers and metrics, for an inline policy. Default `'route'`. */
+  name?: string;
+}
+
+/** A policy: a limiter, or a limiter with options. */
+export type PolicySpec<Req = unknown, Res = unknown> = HttpLimiter | PolicyOptions<Req, Res>;
+
+/** How a route is limited: by a named policy, an inline one, or not at all (`false`). */
+export type RouteLimit<Req = unknown, Res = unknown> = string | false | PolicySpec<Req, Res>;
+
+/** Options of `rateLimiting()` in every adapter. */
+export interface RateLimitingOptions<Req = unknown, Res = unknown> {
+  /** The limiter every request goes through (typically `partitioned` by `clientIp()`), chained with route policies. */
+  global?: HttpLimiter;
+  /** Policies that routes name. An unknown name fails when the route is declared. */
+  policies?: Record<string, PolicySpec<Req, Res>>;
+  /** Called for every rejection a policy without its own hook makes. */
+  onRejected?: OnRejected<Req, Res>;
+  /** The status of a rejection. Default 429 (the model's 503 tells load balancers the server is down). */
+  status?: number;
+  /** The body of a rejection: a short text (default) or `'problem+json'` (RFC 9457, `quota-exceeded`). */
+  body?: 'text' | 'problem+json' | 'problem';
+  /**
+   * Which rate-limit header fields to send on every limited response. Default `['draft-10']` (the IETF
+   * `RateLimit-Policy`/`RateLimit` fields); add `'legacy'` for `X-RateLimit-*`; `[]` for none.
+   * `Retry-After` is always sent on a rejection when a time is known.
+   */
+  headers?: HeaderStyle | readonly HeaderStyle[];
+  /** Salt for the `pk` hashes of partition keys: share it between instances so clients see one `pk`. */
+  partitionKeySecret?: string;
+  /** Decide and report (headers, metrics, `onRejected` with `dryRun: true`) but let every request through. */
+  dryRun?: boolean;
+}
+
+/** A validated policy. */
+export interface Policy {
+  readonly name: string;
+  /** The limiters of the policy (a chain is flattened), in order. */
+  readonly members: readonly Member[];
+  readonly onRejected: OnRejected | undefined;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: see HttpLimiter
+export type Member = RateLimiter | PartitionedLimiter<any>;
+
+/** Validated options. */
+export interface ResolvedOptions {
+  readonly global: Policy | undefined;
+  readonly policies: ReadonlyMap<string, Policy>;
+  readonly onRejected: OnRejected | undefined;
+  readonly status: number;
+  readonly body: 'text' | 'problem+json';
+  readonly headers: readonly HeaderStyle[];
+  readonly hasher: PartitionKeyHasher;
+  readonly dryRun: boolean;
+}
+
+/** The name of the global limiter in headers and metrics. */
+export const GLOBAL = 'global';
+
+const KNOWN = new Set([
+  'global',
+  'policies',
+  'onRejected',
+  'status',
+  'body',
+  'headers',
+  'partitionKeySecret',
+  'dryRun',
+]);
+
+/** Validates `rateLimiting()` options; throws a `TypeError`/`RangeError` naming the option and the value. */
+export function resolveOptions(options: RateLimitingOptions | undefined): ResolvedOptions {
+  const o = options ?? {};
+  if (typeof o !== 'object' || o === null) {
+    throw new TypeError(`rateLimiting: options must be an object; got ${describe(options)}`);
+  }
+  for (const key of Object.keys(o)) {
+    if (!KNOWN.has(key)) throw new TypeError(`rateLimiting: unknown option ${describe(key)}`);
+  }
+  const onRejected = hook('rateLimiting: onRejected', o.onRejected);
+  const global =
+    o.global === undefined ? undefined : buildPolicy('rateLimiting: global', GLOBAL, o.global, false);
+  const policies = new Map<string, Policy>();
+  if (o.policies !== undefined) {
+    if (typeof o.policies !== 'object' || o.policies === null || Array.isArray(o.policies)) {
+      throw new TypeError(
+        `rateLimiting: policies must be an object of named policies; got ${describe(o.policies)}`,
+      );
+    }
+    for (const [name, spec] of Object.entries(o.policies)) {
+      if (name === '' || name === GLOBAL) {
+        throw new RangeError(`rateLimiting: policies may not be named ${describe(name)}`);
+      }
+      policies.set(name, buildPolicy(`rateLimiting: policies.${name}`, name, spec, true));
+    }
+  }
+  const status = o.status ?? 429;
+  if (!Number.isInteger(status) || status < 400 || status > 599) {
+    throw new RangeError(
+      `rateLimiting: status must be an HTTP error status (400–599); got ${describe(o.status)}`,
+    );
+  }
+  let body: 'text' | 'problem+json';
+  if (o.body === undefined || o.body === 'text') body = 'text';
+  else if (o.body === 'problem+json' || o.body === 'problem') body = 'problem+json';
+  else throw new TypeError(`rateLimiting: body must be 'text' or 'problem+json'; got ${describe(o.body)}`);
+  const headers =
+    o.headers === undefined ? ['draft-10' as const] : parseHeaderStyles('rateLimiting: headers', o.headers);
+  if (o.dryRun !== undefined && typeof o.dryRun !== 'boolean') {
+    throw new TypeError(`rateLimiting: dryRun must be a boolean; got ${describe(o.dryRun)}`);
+  }
+  const hasher = partitionKeyHasher(
+    o.partitionKeySecret === undefined ? {} : { secret: o.partitionKeySecret },
+  );
+  return { global, policies, onRejected, status, body, headers, hasher, dryRun: o.dryRun === true };
+}
+
+/**
+ * Validates a policy: a limiter, or `{ limiter, onRejected?, name? }`. `named` policies take their name from
+ * the `policies` key; inline ones from `name`, default `'route'`.
+ */
+export function buildPolicy(where: string, name: string, spec: unknown, withOptions: boolean): Policy {
+  if (isLimiter(spec)) return { name, members: flatten(spec), onRejected: undefined };
+  if (withOptions && typeof spec === 'object' && spec !== null && !Array.isArray(spec)) {
+    const options = spec as PolicyOptions;
+    for (const key of Object.keys(options)) {
+      if (key !== 'limiter' && key !== 'onRejected' && key !== 'name') {
+        throw new TypeError(`${where}: unknown option ${describe(key)}`);
+      }
+    }
+    if (!isLimiter(options.limiter)) {
+      throw new TypeError(
+        `${where}.limiter must be a limiter (fixedWindow(...), partitioned(...), chain(...)); got ${describe(options.limiter)}`,
+      );
+    }
+    if (options.name !== undefined && (typeof options.name !== 'string' || options.name === '')) {
+      throw new TypeError(`${where}.name must be a non-empty string; got ${describe(options.name)}`);
+    }
+    return {
+      name: options.name ?? name,
+      members: flatten(options.limiter),
+      onRejected: hook(`${where}.onRejected`, options.onRejected),
+    };
+  }
+  throw new TypeError(
+    `${where} must be a limiter (fixedWindow(...), partitioned(...), chain(...))${withOptions ? ' or { limiter, onRejected? }' : ''}; got ${describe(spec)}`,
+  );
+}
+
+function isLimiter(value: unknown): value is HttpLimiter {
+  return value instanceof RateLimiter || value instanceof PartitionedLimiter || value instanceof ChainLimiter;
+}
+
+function flatten(limiter: HttpLimiter): Member[] {
+  return limiter instanceof ChainLimiter ? [...limiter.members] : [limiter];
+}
+
+function hook(where: string, value: unknown): OnRejected | undefined {
+  if (value !== undefined && typeof value !== 'function') {
+    throw new TypeError(`${where} must be a function; got ${describe(value)}`);
+  }
+  return value as OnRejected | undefined;
+}
+
+/** The HttpRequest view type partitioned limiters receive. */
+export type { HttpRequest };

@@ -1,0 +1,131 @@
+import { ChainLimiter } from '../../limiters/chain.ts';
+import { PartitionedLimiter } from '../../limiters/partitioned.ts';
+import { RateLimiter } from '../../limiters/rate-limiter.ts';
+import type { Attributes } from '../../telemetry.ts';
+import type { HttpRequest } from '../request.ts';
+import { GLOBAL, type Member, type OnRejected, type Policy } from './options.ts';
+
+/** The metric results of one decision (behaviour.md §4). */
+export type Result =
+  | 'acquired'
+  | 'global_limiter'
+  | 'endpoint_limiter'
+  | 'queue_full'
+  | 'canceled'
+  | 'store_unavailable';
+
+const RESULTS: readonly Result[] = [
+  'acquired',
+  'global_limiter',
+  'endpoint_limiter',
+  'queue_full',
+  'canceled',
+  'store_unavailable',
+];
+
+/**
+ * What one route is limited by, computed once when the route is declared: the global limiter and the route's
+ * policy as one all-or-nothing chain, and how to ask it (without a Promise when nothing can queue).
+ */
+export class RouteLimits {
+  /** Every limiter in force, global ones first. */
+  readonly members: readonly Member[];
+  /** The header/metric name of each member. */
+  readonly names: readonly string[];
+  /** How many of `members` belong to the global limiter. */
+  readonly globalCount: number;
+  /** Whether any member may hold a request in a queue (then `acquire` is used, else `tryAcquire`). */
+  readonly mayQueue: boolean;
+  /** The policy name for metrics and `onRejected`: the route's policy, or `'global'`. */
+  readonly metricPolicy: string;
+  /** Metric attributes per result, allocated once. */
+  readonly attributes: Readonly<Record<Result, Attributes>>;
+  readonly dryRunAttributes: Readonly<Record<Result, Attributes>>;
+  readonly onRejected: OnRejected | undefined;
+  /** Decides now for `req`; never waits. */
+  readonly tryAcquire: (req: HttpRequest) => import('../../limiters/lease.ts').Lease;
+  /** Decides for `req`, waiting in a queue when a member has one. */
+  readonly acquire: (
+    req: HttpRequest,
+    signal: AbortSignal | undefined,
+  ) => Promise<import('../../limiters/lease.ts').Lease>;
+
+  constructor(
+    readonly global: Policy | undefined,
+    /** The route's own policy, or undefined when only the global limiter applies. */
+    readonly policy: Policy | undefined,
+    fallbackOnRejected: OnRejected | undefined,
+  ) {
+    const members: Member[] = [];
+    const names: string[] = [];
+    for (const source of [global, policy]) {
+      if (source === undefined) continue;
+      source.members.forEach((member, i) => {
+        members.push(member);
+        names.push(i === 0 ? source.name : `${source.name}.${i + 1}`);
+      });
+    }
+    this.members = members;
+    this.names = names;
+    this.globalCount = global?.members.length ?? 0;
+    this.metricPolicy = policy?.name ?? GLOBAL;
+    this.onRejected = policy?.onRejected ?? fallbackOnRejected;
+    this.mayQueue = members.some(mayQueue);
+    const attributes = {} as Record<Result, Attributes>;
+    const dryRunAttributes = {} as Record<Result, Attributes>;
+    for (const result of RESULTS) {
+      attributes[result] = { policy: this.metricPolicy, result };
+      dryRunAttributes[result] = { policy: this.metricPolicy, result, dry_run: true };
+    }
+    this.attributes = attributes;
+    this.dryRunAttributes = dryRunAttributes;
+
+    const keyed = members.some((m) => m instanceof PartitionedLimiter);
+    if (members.length === 0) {
+      this.tryAcquire = () => {
+        throw new Error('floodgate: a route without limiters has nothing to decide');
+      };
+      this.acquire = this.tryAcquire as never;
+    } else if (members.length === 1) {
+      const only = members[0];
+      if (only instanceof RateLimiter) {
+        this.tryAcquire = () => only.tryAcquire(1);
+        this.acquire = (_req, signal) => only.acquire(1, { signal });
+      } else {
+        this.tryAcquire = (req) => only.tryAcquire(req, 1);
+        this.acquire = (req, signal) => only.acquire(req, 1, { signal });
+      }
+    } else {
+      if (keyed) {
+        const chain = new ChainLimiter<HttpRequest>(members);
+        this.tryAcquire = (req) => chain.tryAcquire(req, 1);
+        this.acquire = (req, signal) => chain.acquire(req, 1, { signal });
+      } else {
+        const chain = new ChainLimiter<void>(members);
+        this.tryAcquire = () => chain.tryAcquire(1);
+        this.acquire = (_req, signal) => chain.acquire(1, { signal });
+      }
+    }
+  }
+
+  /** Whether nothing limits this route (disabled, or no global limiter and no policy). */
+  get unlimited(): boolean {
+    return this.members.length === 0;
+  }
+
+  /** Whether member `index` belongs to the global limiter. */
+  isGlobal(index: number): boolean {
+    return index < this.globalCount;
+  }
+}
+
+/**
+ * Whether a member may queue. A partitioned limiter built from one spec is read through its spec; one that
+ * chooses a spec per key is assumed to (a function of no parameters cannot depend on the key, so it is asked).
+ */
+function mayQueue(member: Member): boolean {
+  if (member instanceof RateLimiter) return member.options.queueLimit > 0;
+  const specOf = member['specOf'] as (key: string) => { options: { queueLimit: number } };
+  if (specOf.length > 0) return true;
+  return specOf('').options.queueLimit > 0;
+}
