@@ -15,8 +15,8 @@ import type { RouteLimits } from '../../http/rate-limiting/route.ts';
 export type {
   HttpLimiter,
   OnRejected,
-  PolicyOptions,
   RateLimitingOptions,
+  RateLimitPolicyOptions,
   RejectedContext,
   RouteLimit,
 } from '../../http/rate-limiting/options.ts';

@@ -2,9 +2,9 @@ export { Decision, RateLimiting } from './engine.ts';
 export type {
   HttpLimiter,
   OnRejected,
-  PolicyOptions,
-  PolicySpec,
   RateLimitingOptions,
+  RateLimitPolicy,
+  RateLimitPolicyOptions,
   RejectedContext,
   RejectingLimiter,
   RouteLimit,

@@ -52,7 +52,7 @@ export interface RejectedContext<Req = unknown, Res = unknown> {
 export type OnRejected<Req = any, Res = any> = (context: RejectedContext<Req, Res>) => unknown;
 
 /** A named or inline policy with its own options. */
-export interface PolicyOptions<Req = unknown, Res = unknown> {
+export interface RateLimitPolicyOptions<Req = unknown, Res = unknown> {
   /** The limiter. A plain limiter is one bucket for every route using the policy; partition it to split. */
   limiter: HttpLimiter;
   /** Called when this policy (or the global limiter, on its routes) rejects. Default: the global `onRejected`. */
@@ -62,17 +62,17 @@ export interface PolicyOptions<Req = unknown, Res = unknown> {
 }
 
 /** A policy: a limiter, or a limiter with options. */
-export type PolicySpec<Req = unknown, Res = unknown> = HttpLimiter | PolicyOptions<Req, Res>;
+export type RateLimitPolicy<Req = unknown, Res = unknown> = HttpLimiter | RateLimitPolicyOptions<Req, Res>;
 
 /** How a route is limited: by a named policy, an inline one, or not at all (`false`). */
-export type RouteLimit<Req = unknown, Res = unknown> = string | false | PolicySpec<Req, Res>;
+export type RouteLimit<Req = unknown, Res = unknown> = string | false | RateLimitPolicy<Req, Res>;
 
 /** Options of `rateLimiting()` in every adapter. */
 export interface RateLimitingOptions<Req = unknown, Res = unknown> {
   /** The limiter every request goes through (typically `partitioned` by `clientIp()`), chained with route policies. */
   global?: HttpLimiter;
   /** Policies that routes name. An unknown name fails when the route is declared. */
-  policies?: Record<string, PolicySpec<Req, Res>>;
+  policies?: Record<string, RateLimitPolicy<Req, Res>>;
   /** Called for every rejection a policy without its own hook makes. */
   onRejected?: OnRejected<Req, Res>;
   /** The status of a rejection. Default 429 (the model's 503 tells load balancers the server is down). */
@@ -182,7 +182,7 @@ export function resolveOptions(options: RateLimitingOptions | undefined): Resolv
 export function buildPolicy(where: string, name: string, spec: unknown, withOptions: boolean): Policy {
   if (isLimiter(spec)) return { name, members: flatten(spec), onRejected: undefined };
   if (withOptions && typeof spec === 'object' && spec !== null && !Array.isArray(spec)) {
-    const options = spec as PolicyOptions;
+    const options = spec as RateLimitPolicyOptions;
     for (const key of Object.keys(options)) {
       if (key !== 'limiter' && key !== 'onRejected' && key !== 'name') {
         throw new TypeError(`${where}: unknown option ${describe(key)}`);
