@@ -11,8 +11,9 @@ import { requestTimeouts as expressTimeouts } from '../../src/adapters/express/i
 import { requestTimeouts as fastifyTimeouts } from '../../src/adapters/fastify/index.ts';
 import { requestTimeouts as honoTimeouts } from '../../src/adapters/hono/index.ts';
 import { requestTimeouts as nodeTimeouts } from '../../src/adapters/node/index.ts';
+import type { RequestTimeoutsOptions } from '../../src/http/index.ts';
 
-const options = { default: '5s', policies: { slow: '30s' } };
+const options: RequestTimeoutsOptions = { default: '5s', policies: { slow: '30s' } };
 
 async function fetchOnce(server: http.Server, path: string): Promise<{ status: number; body: string }> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -57,13 +58,13 @@ describe('an unknown policy name fails where the route is declared', () => {
     app.register(async (child) => {
       child.get('/r', { config: { timeout: 'slwo' } }, async () => 'ok');
     });
-    await assert.rejects(app.ready(), /no timeout policy named "slwo"/);
+    await assert.rejects(async () => await app.ready(), /no timeout policy named "slwo"/);
   });
 
   test('Fastify: bad plugin options fail startup', async () => {
     const app = Fastify();
     app.register(fastifyTimeouts, { default: '5 seconds' } as never);
-    await assert.rejects(app.ready(), TypeError);
+    await assert.rejects(async () => await app.ready(), TypeError);
   });
 });
 

@@ -5,7 +5,7 @@ import { dropLateWrites, watchResponse } from '../../http/timeouts/node-response
 import type { RequestTimeoutsOptions } from '../../http/timeouts/options.ts';
 import { isAbortReason } from '../../http/timeouts/reasons.ts';
 import { attachRequestTimeout } from '../../http/timeouts/registry.ts';
-import type { RouteSetting, RouteTimeout } from '../../http/timeouts/route.ts';
+import type { RouteTimeout, TimeoutRouteSetting } from '../../http/timeouts/route.ts';
 
 export type { RequestTimeout } from '../../http/timeouts/context.ts';
 export type { RouteTimeout, TimeoutPolicyOptions } from '../../http/timeouts/index.ts';
@@ -24,7 +24,7 @@ declare module 'fastify' {
 }
 
 const kSetting = Symbol('floodgate.timeoutSetting');
-type TimedConfig = { timeout?: unknown; [kSetting]?: RouteSetting };
+type TimedConfig = { timeout?: unknown; [kSetting]?: TimeoutRouteSetting };
 
 // Options Fastify itself reads from register(); they are not ours to validate.
 const FASTIFY_KEYS = new Set(['prefix', 'logLevel', 'logSerializers']);

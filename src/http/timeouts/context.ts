@@ -1,8 +1,8 @@
 import type { DeadlineEntry, DeadlineList } from './deadlines.ts';
 import type { RequestTimeouts, TimeoutAdapter } from './engine.ts';
-import type { Policy } from './policy.ts';
+import type { TimeoutPolicy } from './policy.ts';
 import { disconnectReason } from './reasons.ts';
-import type { RouteSetting } from './route.ts';
+import type { TimeoutRouteSetting } from './route.ts';
 
 /**
  * The timeout of one request, as handlers and the rate limiter see it. Get it with `requestTimeoutOf(req)`
@@ -52,7 +52,7 @@ export class RequestTimeoutContext implements RequestTimeout, DeadlineEntry {
   nextInList: DeadlineEntry | null = null;
   list: DeadlineList | null = null;
   /** The policy in force. */
-  current: Policy | undefined;
+  current: TimeoutPolicy | undefined;
   /** Set by adapters that observe the handler's promise, so that the response closing is not taken as "done". */
   doneByPromise = false;
   /** Whether the handler was still running when floodgate answered. */
@@ -61,8 +61,8 @@ export class RequestTimeoutContext implements RequestTimeout, DeadlineEntry {
   doneAt = -1;
   state: number = State.Running;
 
-  #named: Policy | undefined;
-  #route: Policy | undefined;
+  #named: TimeoutPolicy | undefined;
+  #route: TimeoutPolicy | undefined;
   #disabled = false;
   #controller: AbortController | undefined;
   #reason: unknown;
@@ -116,7 +116,7 @@ export class RequestTimeoutContext implements RequestTimeout, DeadlineEntry {
   }
 
   /** Applies a route setting (adapters). Too late once the deadline has passed. */
-  apply(setting: RouteSetting): void {
+  apply(setting: TimeoutRouteSetting): void {
     if (this.state !== State.Running) return;
     if (setting.kind === 'disable') this.#disabled = true;
     else if (setting.kind === 'route') this.#route = setting.policy;

@@ -7,9 +7,9 @@ import {
   resolveOptions,
   type TimeoutInfo,
 } from './options.ts';
-import type { Policy } from './policy.ts';
+import type { TimeoutPolicy } from './policy.ts';
 import { timeoutReason } from './reasons.ts';
-import { parseRouteSetting, type RouteSetting } from './route.ts';
+import { parseRouteSetting, type TimeoutRouteSetting } from './route.ts';
 
 /** How an adapter answers at the deadline. One object per adapter, shared by all its requests. */
 export interface TimeoutAdapter {
@@ -29,7 +29,7 @@ export interface TimeoutAdapter {
  */
 export class RequestTimeouts {
   readonly options: ResolvedOptions;
-  readonly defaultPolicy: Policy | undefined;
+  readonly defaultPolicy: TimeoutPolicy | undefined;
   readonly #lists = new Map<number, DeadlineList>();
   readonly #onExpired = (expired: DeadlineEntry[]): void => this.#expire(expired as RequestTimeoutContext[]);
 
@@ -40,7 +40,7 @@ export class RequestTimeouts {
   }
 
   /** Validates a route setting now (at startup), so that an unknown policy name fails where it is written. */
-  route(value: unknown, where?: string): RouteSetting {
+  route(value: unknown, where?: string): TimeoutRouteSetting {
     return parseRouteSetting(this.options, value, where);
   }
 

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { RequestTimeoutContext } from './context.ts';
-import type { Policy } from './policy.ts';
+import type { TimeoutPolicy } from './policy.ts';
 import { attachRequestTimeout, kRequestTimeout, type TimeoutHolder } from './registry.ts';
 
 /**
@@ -40,7 +40,7 @@ const REPRESENTATION = [
  * the connection, the only way a client can tell that a chunked or fixed-length body was cut. Either way, later
  * writes by the handler are dropped.
  */
-export function answerResponse(res: ServerResponse, policy: Policy): 'answered' | 'cut' | 'handler' {
+export function answerResponse(res: ServerResponse, policy: TimeoutPolicy): 'answered' | 'cut' | 'handler' {
   if (res.writableEnded || res.destroyed) {
     // Answered by an 'abort' listener: what the handler writes after the deadline is dropped all the same.
     dropLateWrites(res);

@@ -1,5 +1,5 @@
 import { describe } from '../../duration.ts';
-import { buildPolicy, type Policy, type PolicySpec } from './policy.ts';
+import { buildPolicy, type TimeoutPolicy, type TimeoutPolicySpec } from './policy.ts';
 
 /** What {@link RequestTimeoutsOptions.onTimeout} receives when a deadline passes with the request unanswered. */
 export interface TimeoutInfo {
@@ -32,9 +32,9 @@ export interface RequestTimeoutsOptions {
    * The policy of every request that its route does not override. Without it, nothing times out unless its
    * route names a duration or a policy.
    */
-  default?: PolicySpec;
+  default?: TimeoutPolicySpec;
   /** Policies that routes can name. A name must not read as a duration (`'10s'` is a duration). */
-  policies?: Record<string, PolicySpec>;
+  policies?: Record<string, TimeoutPolicySpec>;
   /** Called when a deadline passes and floodgate answers (or cuts) the response. Must not throw. */
   onTimeout?: (info: TimeoutInfo) => void;
   /** Called when a handler that was still running at its deadline finishes. Must not throw. */
@@ -43,8 +43,8 @@ export interface RequestTimeoutsOptions {
 
 /** Options after validation. */
 export interface ResolvedOptions {
-  readonly defaultPolicy: Policy | undefined;
-  readonly policies: ReadonlyMap<string, Policy>;
+  readonly defaultPolicy: TimeoutPolicy | undefined;
+  readonly policies: ReadonlyMap<string, TimeoutPolicy>;
   readonly onTimeout: ((info: TimeoutInfo) => void) | undefined;
   readonly onOverrun: ((info: OverrunInfo) => void) | undefined;
 }
@@ -64,7 +64,7 @@ export function resolveOptions(options: unknown): ResolvedOptions {
   const o = options as RequestTimeoutsOptions;
   const defaultPolicy =
     o.default === undefined ? undefined : buildPolicy('default', 'default', o.default, undefined);
-  const policies = new Map<string, Policy>();
+  const policies = new Map<string, TimeoutPolicy>();
   if (o.policies !== undefined) {
     if (o.policies === null || typeof o.policies !== 'object' || Array.isArray(o.policies)) {
       throw new TypeError(

@@ -14,10 +14,10 @@ export interface TimeoutPolicyOptions {
 }
 
 /** A policy given as a bare duration, or in full. */
-export type PolicySpec = Duration | TimeoutPolicyOptions;
+export type TimeoutPolicySpec = Duration | TimeoutPolicyOptions;
 
 /** A validated policy, ready to answer with. */
-export interface Policy {
+export interface TimeoutPolicy {
   /** `'default'`, the name under `policies`, or `'route'` for a duration or policy given on the route. */
   readonly name: string;
   readonly ms: number;
@@ -34,10 +34,15 @@ const POLICY_KEYS = new Set(['timeout', 'status', 'headers', 'body']);
 const BUILT_IN = { status: 504, headers: [] as Array<readonly [string, string]>, body: Buffer.alloc(0) };
 
 /**
- * Validates `spec` (found at option path `path`) into a {@link Policy}. Response fields the spec leaves out are
+ * Validates `spec` (found at option path `path`) into a {@link TimeoutPolicy}. Response fields the spec leaves out are
  * taken one by one from `base` (the default policy), so `policies: { slow: '30s' }` answers like the default.
  */
-export function buildPolicy(path: string, name: string, spec: unknown, base: Policy | undefined): Policy {
+export function buildPolicy(
+  path: string,
+  name: string,
+  spec: unknown,
+  base: TimeoutPolicy | undefined,
+): TimeoutPolicy {
   const inherited = base ?? BUILT_IN;
   if (typeof spec === 'number' || typeof spec === 'string') {
     const ms = parseDuration(path, spec);
@@ -74,7 +79,7 @@ function freeze(
   status: number,
   headers: ReadonlyArray<readonly [string, string]>,
   body: Buffer,
-): Policy {
+): TimeoutPolicy {
   return Object.freeze({ name, ms, status, statusMessage: STATUS_CODES[status] ?? '', headers, body });
 }
 

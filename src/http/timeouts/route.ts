@@ -1,7 +1,7 @@
 import { type Duration, describe } from '../../duration.ts';
 import type { ResolvedOptions } from './options.ts';
 import { looksLikeDuration } from './options.ts';
-import { buildPolicy, type Policy, type TimeoutPolicyOptions } from './policy.ts';
+import { buildPolicy, type TimeoutPolicy, type TimeoutPolicyOptions } from './policy.ts';
 
 /**
  * A route's timeout setting: a duration (`'2s'`, `2000`), the name of a policy, a policy of its own, or `false`
@@ -10,12 +10,12 @@ import { buildPolicy, type Policy, type TimeoutPolicyOptions } from './policy.ts
 export type RouteTimeout = Duration | string | false | TimeoutPolicyOptions;
 
 /** A validated route setting. Resolution: disabled wins, then the route's own policy, then a named one. */
-export type RouteSetting =
+export type TimeoutRouteSetting =
   | { readonly kind: 'disable' }
-  | { readonly kind: 'route'; readonly policy: Policy }
-  | { readonly kind: 'named'; readonly policy: Policy };
+  | { readonly kind: 'route'; readonly policy: TimeoutPolicy }
+  | { readonly kind: 'named'; readonly policy: TimeoutPolicy };
 
-const DISABLE: RouteSetting = Object.freeze({ kind: 'disable' });
+const DISABLE: TimeoutRouteSetting = Object.freeze({ kind: 'disable' });
 
 /**
  * Validates a route setting against the configured policies, so that a route naming a policy that does not
@@ -25,7 +25,7 @@ export function parseRouteSetting(
   options: ResolvedOptions,
   value: unknown,
   where = 'route timeout',
-): RouteSetting {
+): TimeoutRouteSetting {
   if (value === false) return DISABLE;
   if (typeof value === 'string' && !looksLikeDuration(value)) {
     const policy = options.policies.get(value);
