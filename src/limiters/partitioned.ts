@@ -83,7 +83,7 @@ export class PartitionedLimiter<R> {
     const code = this.bind(resource);
     if (code === REJECTED) return this.overflowLease(resource, permits);
     const core = this.cores[code & 255];
-    checkPermits(permits, core.algorithm.limit);
+    if (permits !== 1) checkPermits(permits, core.algorithm.limit);
     return core.tryAcquire(code >>> 8, permits, core.options.clock.now());
   }
 

@@ -57,7 +57,7 @@ export abstract class RateLimiter implements LimiterSpec {
 
   /** Decides now and never waits. `permits = 0` probes: granted when a permit is available, consuming nothing. */
   tryAcquire(permits = 1): Lease {
-    checkPermits(permits, this.algorithm.limit);
+    if (permits !== 1) checkPermits(permits, this.algorithm.limit);
     return this.core.tryAcquire(0, permits, this.options.clock.now());
   }
 
