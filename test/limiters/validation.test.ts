@@ -125,3 +125,13 @@ test("durations accept '500ms', '10s', '1m', '1h'", () => {
     assert.equal(limiter.tryAcquire().retryAfterMs, ms);
   }
 });
+
+test('the default clock is shared within a synchronous run and moves on after an await', async () => {
+  const limiter = fixedWindow({ permitLimit: 1, window: 1 });
+  limiter.tryAcquire();
+  const first = limiter.tryAcquire();
+  const second = limiter.tryAcquire();
+  assert.equal(first.retryAfterMs, second.retryAfterMs, 'one instant for one synchronous run');
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.equal(limiter.tryAcquire().granted, true, 'a later turn reads the clock again');
+});
