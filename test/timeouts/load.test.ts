@@ -1,0 +1,108 @@
+/**
+ * 10 000 requests per adapter whose handlers ignore their signal: every one is answered near its deadline,
+ * nothing throws or goes unhandled, and memory is flat once the late handlers are done.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import { Client } from 'undici';
+import { type AdapterName, serveWith } from './harness.ts';
+
+v8.setFlagsFromString('--expose-gc');
+const gc = vm.runInNewContext('gc') as () => void;
+
+const DEADLINE = 200;
+const LATE = 600; // handlers write this long after they start, well past the deadline
+const WORKERS = 400; // connections, each sending its requests one after another
+const SLACK = 2500; // a loaded 2-core machine may answer late; "near" is within this
+
+async function heapAfterGc(): Promise<number> {
+  for (let i = 0; i < 3; i++) {
+    gc();
+    await sleep(20);
+  }
+  return process.memoryUsage().heapUsed;
+}
+
+async function run(
+  url: string,
+  total: number,
+): Promise<{ statuses: Map<number, number>; latencies: number[] }> {
+  const statuses = new Map<number, number>();
+  const latencies: number[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: WORKERS }, async () => {
+      const client = new Client(url, { pipelining: 1 });
+      try {
+        while (next < total) {
+          next++;
+          const start = performance.now();
+          const res = await client.request({ path: '/ignores', method: 'GET' });
+          await res.body.text();
+          latencies.push(performance.now() - start);
+          statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
+        }
+      } finally {
+        await client.close();
+      }
+    }),
+  );
+  return { statuses, latencies };
+}
+
+for (const adapter of ['node', 'express5', 'fastify', 'hono'] as AdapterName[]) {
+  describe(`under load over ${adapter}`, () => {
+    test('10 000 ignoring handlers: all answered near the deadline, no errors, memory flat', async (t) => {
+      const processErrors: unknown[] = [];
+      const onProcessError = (error: unknown) => processErrors.push(error);
+      process.on('unhandledRejection', onProcessError);
+      process.on('uncaughtException', onProcessError);
+      let late = 0;
+      const served = await serveWith(adapter, { default: DEADLINE }, [
+        {
+          path: '/ignores',
+          handler: async (io) => {
+            await sleep(LATE);
+            io.send(200, 'late');
+            late++;
+          },
+        },
+      ]);
+      try {
+        const warm = await run(served.url, 2000);
+        assert.deepEqual([...warm.statuses], [[504, 2000]]);
+        await sleep(LATE + 300);
+        const before = await heapAfterGc();
+
+        const { statuses, latencies } = await run(served.url, 10_000);
+        assert.deepEqual([...statuses], [[504, 10_000]]);
+        latencies.sort((a, b) => a - b);
+        assert.ok(
+          latencies[0] >= DEADLINE - 25,
+          `an answer came after ${latencies[0].toFixed(0)} ms, before the deadline`,
+        );
+        const worst = latencies[latencies.length - 1];
+        assert.ok(worst <= DEADLINE + SLACK, `an answer came after ${worst.toFixed(0)} ms`);
+
+        await sleep(LATE + 500);
+        assert.equal(late, 12_000, 'not every late handler finished its (dropped) write');
+        const afterRun = await heapAfterGc();
+        const growth = (afterRun - before) / 1024 / 1024;
+        assert.ok(growth < 8, `heap grew by ${growth.toFixed(1)} MB over 10 000 timed-out requests`);
+        assert.deepEqual(served.errors, []);
+        assert.deepEqual(processErrors, []);
+        const median = latencies[latencies.length >> 1];
+        t.diagnostic(
+          `median ${median.toFixed(0)} ms, worst ${worst.toFixed(0)} ms, heap growth ${growth.toFixed(2)} MB`,
+        );
+      } finally {
+        await served.close();
+        process.off('unhandledRejection', onProcessError);
+        process.off('uncaughtException', onProcessError);
+      }
+    });
+  });
+}
