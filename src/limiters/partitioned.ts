@@ -49,6 +49,10 @@ export class PartitionedLimiter<R> {
   private nextSweepSize = FIRST_SWEEP;
   private noSweepBefore = Number.NEGATIVE_INFINITY;
   private releasesAtSweep = 0;
+  // The last key seen and its partition: a client sending a burst (or an attacker on one key) skips the hash
+  // lookup. Cleared whenever a partition is dropped.
+  private lastKey: string | undefined;
+  private lastCode = 0;
 
   constructor(options: PartitionedOptions<R>) {
     object('partitioned options', options);
@@ -194,6 +198,7 @@ export class PartitionedLimiter<R> {
   }
 
   private sweep(now: number): void {
+    this.lastKey = undefined;
     const waits: number[] = [];
     for (let index = 0; index < this.cores.length; index++) {
       const core = this.cores[index];
