@@ -1,0 +1,101 @@
+import { describe } from '../duration.ts';
+import type { Lease } from '../limiters/lease.ts';
+import type { AcquireOptions, Statistics } from '../limiters/rate-limiter.ts';
+import type { Binding, BoundMember } from './engine.ts';
+import { type Context, RedisLimiter, RedisPartitionedLimiter } from './limiters.ts';
+
+// biome-ignore lint/suspicious/noExplicitAny: a chain accepts partitioned limiters over any resource type
+type Member = RedisLimiter | RedisPartitionedLimiter<any>;
+
+/** The resource type a chain's partitioned members take (`void` when every member is a plain limiter). */
+export type RedisChainResource<M extends readonly Member[]> = {
+  [K in keyof M]: M[K] extends RedisPartitionedLimiter<infer R> ? R : never;
+}[number] extends infer U
+  ? [U] extends [never]
+    ? void
+    : U
+  : never;
+
+type Args<R> = [R] extends [void] ? [permits?: number] : [resource: R, permits?: number];
+type AcquireArgs<R> = [R] extends [void]
+  ? [permits?: number, options?: AcquireOptions]
+  : [resource: R, permits?: number, options?: AcquireOptions];
+
+/**
+ * Several Redis limiters decided as one, all-or-nothing, in one script call: a rejected request consumes
+ * nothing from any member, under any concurrency from any number of processes (the script runs atomically).
+ * In Redis Cluster every member's key must be in one slot: give them the same hash tag.
+ */
+export class RedisChainLimiter<R = void> {
+  private readonly needsResource: boolean;
+
+  /** @internal Use `store.chain(a, b, …)`. */
+  constructor(
+    private readonly context: Context,
+    readonly members: readonly Member[],
+  ) {
+    if (members.length === 0) throw new TypeError('store.chain: needs at least one limiter; got none');
+    members.forEach((member, i) => {
+      if (!(member instanceof RedisLimiter) && !(member instanceof RedisPartitionedLimiter)) {
+        throw new TypeError(
+          `store.chain: member ${i} must be a limiter of this Redis store (store.limiter / store.partitioned); got ${describe(member)}`,
+        );
+      }
+    });
+    this.needsResource = members.some((m) => m instanceof RedisPartitionedLimiter);
+  }
+
+  /** Decides every member now, all or nothing: one round trip. */
+  async tryAcquire(...args: Args<R>): Promise<Lease> {
+    const [resource, permits] = this.split(args);
+    const binding = this.bind(resource);
+    this.context.engine.check(binding, permits);
+    return (await this.context.engine.decide(binding, 't', permits, 'limit')).lease;
+  }
+
+  /** Grants now if every member can; otherwise waits locally and asks again, or rejects at once. */
+  async acquire(...args: AcquireArgs<R>): Promise<Lease> {
+    const [resource, permits] = this.split(args);
+    const options = (this.needsResource ? args[2] : args[1]) as AcquireOptions | undefined;
+    return this.context.waiting.acquire(this.bind(resource), permits, options?.signal);
+  }
+
+  /** Permits available (the least among members), queued here, and this process's grants and rejections. */
+  async statistics(...args: Args<R>): Promise<Statistics> {
+    const [resource] = this.split(args);
+    const binding = this.bind(resource);
+    const available = await this.context.engine.peek(binding);
+    let granted = 0;
+    let rejected = 0;
+    for (const m of this.members) {
+      granted += m.granted;
+      rejected += m.rejected;
+    }
+    return {
+      available: Math.min(...available),
+      queued: this.context.waiting.queued(binding),
+      granted,
+      rejected,
+    };
+  }
+
+  private bind(resource: unknown): Binding {
+    const members: BoundMember[] = new Array(this.members.length);
+    let partKey: string | undefined;
+    for (let i = 0; i < this.members.length; i++) {
+      const member = this.members[i];
+      if (member instanceof RedisLimiter) members[i] = member.bind();
+      else {
+        const bound = member.bind(resource);
+        members[i] = bound.member;
+        partKey ??= bound.partKey;
+      }
+    }
+    return { members, partKey, chain: true };
+  }
+
+  private split(args: unknown[]): [unknown, number] {
+    if (this.needsResource) return [args[0], (args[1] as number | undefined) ?? 1];
+    return [undefined, (args[0] as number | undefined) ?? 1];
+  }
+}

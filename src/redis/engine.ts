@@ -1,0 +1,267 @@
+import { randomBytes } from 'node:crypto';
+import { ChainLease, HeldLease, Lease } from '../limiters/lease.ts';
+import { checkPermits } from '../limiters/options.ts';
+import type { LimiterSpec } from '../limiters/rate-limiter.ts';
+import { telemetry } from '../telemetry.ts';
+import type { ScriptRunner } from './client.ts';
+import { Dispatcher, StoreUnavailableError } from './dispatcher.ts';
+import type { ResolvedOptions } from './options.ts';
+import { decodeNumber, encodeRequest, type MemberCall, type Op } from './protocol.ts';
+import { keySlot } from './slot.ts';
+
+/** Whoever a member's counts and lease `source` belong to (a Redis limiter). */
+export interface Owner {
+  readonly name: string;
+  granted: number;
+  rejected: number;
+}
+
+/** One member of a decision, bound to its partition. */
+export interface BoundMember {
+  key: string;
+  spec: LimiterSpec;
+  /** The limiter's t = 0 on the store's clock ('' when a fresh state anchors at its first request). */
+  origin: string;
+  owner: Owner;
+}
+
+/** The partitions one request binds to (one member, or a chain's members). */
+export interface Binding {
+  members: BoundMember[];
+  /** The partition key of the first partitioned member (for a partitioned insurance limiter). */
+  partKey: string | undefined;
+  /** A chain answers with a `ChainLease`. */
+  chain: boolean;
+}
+
+/** A decision's reply turned into a lease, and the index of the member that said no (-1: granted). */
+export interface Decided {
+  lease: Lease;
+  blocked: number;
+  /** The lease came from `onUnavailable` (or the blocked cache), not from Redis. */
+  local: boolean;
+}
+
+/**
+ * Decides bindings over Redis: encodes requests, applies the per-call deadline and `onUnavailable`, builds the
+ * same leases the memory store builds, and keeps the optional "blocked until" cache.
+ */
+export class Engine {
+  readonly dispatcher: Dispatcher;
+  /** Decisions answered by `onUnavailable` because Redis failed or was late. */
+  unavailable = 0;
+  private openUntil = Number.NEGATIVE_INFINITY;
+  private readonly blockedUntil = new Map<string, { until: number; lease: Lease }>();
+  private readonly leasePrefix = randomBytes(6).toString('base64url');
+  private leaseCounter = 0;
+
+  constructor(
+    readonly runner: ScriptRunner,
+    readonly options: ResolvedOptions,
+  ) {
+    this.dispatcher = new Dispatcher(runner, options.timeoutMs, options.coalesce);
+  }
+
+  /** `now` as the script should read it: the test clock's value, or '' for Redis `TIME`. */
+  now(): string {
+    return this.options.clock ? String(this.options.clock.now()) : '';
+  }
+
+  /** Checks permits against every member (a RangeError, as in memory) and the Cluster slot rule. */
+  check(binding: Binding, permits: number): void {
+    for (const m of binding.members) checkPermits(permits, m.spec.algorithm.limit);
+    if (this.runner.cluster && binding.members.length > 1) {
+      const slot = keySlot(binding.members[0].key);
+      for (const m of binding.members) {
+        if (keySlot(m.key) !== slot) {
+          throw new TypeError(
+            `floodgate/redis: a chain's keys must share one Redis Cluster slot, but ${JSON.stringify(m.key)} and ${JSON.stringify(binding.members[0].key)} do not; give the members the same hashTag`,
+          );
+        }
+      }
+    }
+  }
+
+  /**
+   * One decision. `op` `'t'` charges a rejection when `countRejected`; `'w'` (a queued attempt) never does.
+   * `blockedFirst` says local waiters are ahead of this request (oldest-first fairness).
+   */
+  async decide(
+    binding: Binding,
+    op: 't' | 'w',
+    permits: number,
+    reason: string,
+    blockedFirst = false,
+  ): Promise<Decided> {
+    const cacheKey = this.options.cacheBlocked ? binding.members.map((m) => m.key).join('\n') : '';
+    if (cacheKey !== '') {
+      const hit = this.blockedUntil.get(cacheKey);
+      const left = hit ? hit.until - performance.now() : 0;
+      if (hit && left > 0) {
+        const l = hit.lease;
+        return {
+          lease: new Lease(false, l.reason, left, l.limit, 0, undefined, l.source),
+          blocked: 0,
+          local: true,
+        };
+      }
+      if (hit) this.blockedUntil.delete(cacheKey);
+    }
+    if (performance.now() < this.openUntil)
+      return { lease: this.fallback(binding, permits), blocked: -1, local: true };
+    const leaseId = binding.members.some((m) => !m.spec.algorithm.timeBased)
+      ? `${permits}:${this.leasePrefix}.${(this.leaseCounter++).toString(36)}`
+      : '';
+    let reply: unknown[];
+    try {
+      reply = await this.send(binding, op, permits, leaseId, blockedFirst);
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      this.failed(error);
+      return { lease: this.fallback(binding, permits), blocked: -1, local: true };
+    }
+    const decided = this.toLease(binding, reply, op, permits, reason, leaseId);
+    if (cacheKey !== '' && !decided.lease.granted && decided.lease.retryAfterMs! > 0 && permits > 0) {
+      this.blockedUntil.set(cacheKey, {
+        until: performance.now() + decided.lease.retryAfterMs!,
+        lease: decided.lease,
+      });
+      if (this.blockedUntil.size > 10_000) this.blockedUntil.delete(this.blockedUntil.keys().next().value!);
+    }
+    return decided;
+  }
+
+  /** Permits available now in each member (read-only). */
+  async peek(binding: Binding): Promise<number[]> {
+    const reply = await this.send(binding, 'p', 1, '', false);
+    return reply.map((v) => decodeNumber(v) ?? 0);
+  }
+
+  /** Returns a concurrency lease's permits, or renews it; a failure is left to the lease TTL. */
+  leaseOp(binding: Binding, op: 'x' | 'n', leaseId: string): void {
+    this.send(binding, op, 0, leaseId, false).catch(() => {});
+  }
+
+  private send(binding: Binding, op: Op, permits: number, leaseId: string, blockedFirst: boolean) {
+    const calls: MemberCall[] = binding.members.map((m, i) => ({
+      key: m.key,
+      algorithm: m.spec.algorithm,
+      countRejected: m.spec.options.countRejected,
+      origin: m.origin,
+      blocked: blockedFirst && i === 0,
+      pad: this.options.ttlPadMs,
+      lease: leaseId,
+      leaseTtl: this.options.leaseTtlMs,
+    }));
+    const args: string[] = [];
+    encodeRequest(args, op, permits, this.now(), calls);
+    return this.dispatcher.send(
+      calls.map((c) => c.key),
+      args,
+    );
+  }
+
+  private failed(error: StoreUnavailableError): void {
+    this.unavailable++;
+    this.openUntil = performance.now() + this.options.retryIntervalMs;
+    this.options.onError?.(error);
+  }
+
+  /** The `onUnavailable` answer; counted in metrics as `store_unavailable`. */
+  fallback(binding: Binding, permits: number): Lease {
+    const first = binding.members[0];
+    telemetry().requests.add(1, { result: 'store_unavailable', policy: first.owner.name });
+    const policy = this.options.onUnavailable;
+    const limit = first.spec.algorithm.limit;
+    if (policy === 'fail-open') {
+      return new Lease(
+        true,
+        undefined,
+        undefined,
+        limit,
+        Math.max(0, limit - permits),
+        undefined,
+        first.owner,
+      );
+    }
+    if (policy === 'fail-closed') {
+      return new Lease(false, 'unavailable', this.options.retryIntervalMs, limit, 0, undefined, first.owner);
+    }
+    try {
+      if ('core' in policy) return policy.tryAcquire(Math.min(permits, policy.limit));
+      return policy.tryAcquire(binding.partKey ?? first.owner.name, permits);
+    } catch {
+      return new Lease(false, 'unavailable', this.options.retryIntervalMs, limit, 0, undefined, first.owner);
+    }
+  }
+
+  private toLease(
+    binding: Binding,
+    reply: unknown[],
+    op: 't' | 'w',
+    permits: number,
+    reason: string,
+    leaseId: string,
+  ): Decided {
+    const members = binding.members;
+    if (reply[0] === '1') {
+      const leases: Lease[] = new Array(members.length);
+      let decisive = 0;
+      for (let i = 0; i < members.length; i++) {
+        const m = members[i];
+        const remaining = Number(reply[1 + 2 * i]);
+        const limit = m.spec.algorithm.limit;
+        if (permits > 0) m.owner.granted++;
+        if (permits > 0 && !m.spec.algorithm.timeBased) {
+          leases[i] = this.held(binding, m, remaining, permits, leaseId);
+        } else {
+          leases[i] = new Lease(
+            true,
+            undefined,
+            undefined,
+            limit,
+            remaining,
+            decodeNumber(reply[2 + 2 * i]),
+            m.owner,
+          );
+        }
+        if (leases[i].remaining < leases[decisive].remaining) decisive = i;
+      }
+      const lease = binding.chain
+        ? new ChainLease(leases[decisive], undefined, leases, undefined)
+        : leases[0];
+      return { lease, blocked: -1, local: false };
+    }
+    const index = Number(reply[1]) - 1;
+    const m = members[index];
+    // A queued attempt that fails is not a rejection: the request keeps waiting.
+    if (permits > 0 && op === 't') m.owner.rejected++;
+    const lease = new Lease(
+      false,
+      reason,
+      decodeNumber(reply[2]),
+      m.spec.algorithm.limit,
+      Number(reply[4]),
+      decodeNumber(reply[5]),
+      m.owner,
+    );
+    if (!binding.chain) return { lease, blocked: index, local: false };
+    const chained = new ChainLease(lease, decodeNumber(reply[3]), [lease], lease.source);
+    return { lease: chained, blocked: index, local: false };
+  }
+
+  /** A concurrency lease held in Redis: renewed while held, returned on release, expired if this process dies. */
+  private held(binding: Binding, m: BoundMember, remaining: number, permits: number, leaseId: string): Lease {
+    const only: Binding = { members: [m], partKey: binding.partKey, chain: false };
+    const renew = setInterval(() => this.leaseOp(only, 'n', leaseId), this.options.leaseTtlMs / 3);
+    renew.unref();
+    const owner = {
+      releasePermits: () => {
+        clearInterval(renew);
+        this.leaseOp(only, 'x', leaseId);
+        this.options.onRelease(m.key);
+      },
+    };
+    return new HeldLease(m.spec.algorithm.limit, remaining, permits, owner, 0, 0, m.owner);
+  }
+}

@@ -1,0 +1,11 @@
+export { RedisChainLimiter, type RedisChainResource } from './chain.ts';
+export type { IoRedisLike, NodeRedisLike, RedisClientLike } from './client.ts';
+export { StoreUnavailableError } from './dispatcher.ts';
+export {
+  RedisLimiter,
+  type RedisLimiterOptions,
+  RedisPartitionedLimiter,
+  type RedisPartitionedOptions,
+} from './limiters.ts';
+export type { RedisStoreOptions, UnavailablePolicy } from './options.ts';
+export { RedisStore, redisStore } from './store.ts';

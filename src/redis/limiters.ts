@@ -1,0 +1,209 @@
+import { describe } from '../duration.ts';
+import type { Lease } from '../limiters/lease.ts';
+import type { AcquireOptions, LimiterSpec, Statistics } from '../limiters/rate-limiter.ts';
+import type { Waiting } from './acquire.ts';
+import type { Binding, BoundMember, Engine, Owner } from './engine.ts';
+
+/** Options of `store.limiter(spec, options)`. */
+export interface RedisLimiterOptions {
+  /** The limiter's name: its key in Redis. Processes that use the same name (and settings) share one budget. */
+  name: string;
+  /** The Redis Cluster hash tag of its key. Default: the name. Members of one chain need the same tag. */
+  hashTag?: string;
+}
+
+/** Options of `store.partitioned(options)`. */
+export interface RedisPartitionedOptions<R> {
+  /** The limiter's name, part of every partition's key. */
+  name: string;
+  /** The partition key of a resource. */
+  key: (resource: R) => string;
+  /** The limiter every partition is built from, or one per key (tiers). */
+  limiter: LimiterSpec | ((key: string) => LimiterSpec);
+  /**
+   * The Redis Cluster hash tag of a partition's key. Default: the partition key itself, so limiters partitioned
+   * by the same key can be chained; a chain with an unpartitioned member needs a constant tag here.
+   */
+  hashTag?: (key: string) => string;
+}
+
+/** What the limiters share: the engine, the local queues, the key prefix and the test clock. */
+export interface Context {
+  engine: Engine;
+  waiting: Waiting;
+  prefix: string;
+}
+
+const SPEC_CACHE = 10_000;
+
+/**
+ * One limiter state in Redis, shared by every process that uses the same name: the async twin of a memory
+ * limiter. Same decisions, same `Lease` fields; `tryAcquire` is one round trip.
+ */
+export class RedisLimiter implements Owner {
+  granted = 0;
+  rejected = 0;
+  readonly name: string;
+  private readonly member: BoundMember;
+  private readonly binding: Binding;
+
+  /** @internal Use `store.limiter(spec, { name })`. */
+  constructor(
+    private readonly context: Context,
+    readonly spec: LimiterSpec,
+    options: RedisLimiterOptions,
+  ) {
+    checkSpec('store.limiter', spec);
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError(`store.limiter: options { name } are required; got ${describe(options)}`);
+    }
+    this.name = checkName('store.limiter: name', options.name);
+    const tag =
+      options.hashTag === undefined ? undefined : checkName('store.limiter: hashTag', options.hashTag);
+    const key =
+      tag === undefined ? `${context.prefix}{${this.name}}` : `${context.prefix}{${tag}}${this.name}`;
+    // With a test clock, t = 0 is the limiter's creation, as in memory; with Redis TIME, the first request.
+    const clock = context.engine.options.clock;
+    this.member = { key, spec, origin: clock ? String(clock.now()) : '', owner: this };
+    this.binding = { members: [this.member], partKey: undefined, chain: false };
+  }
+
+  /** The most permits one request may ask for. */
+  get limit(): number {
+    return this.spec.algorithm.limit;
+  }
+
+  /** Decides now and never waits: one round trip. */
+  async tryAcquire(permits = 1): Promise<Lease> {
+    this.context.engine.check(this.binding, permits);
+    return (await this.context.engine.decide(this.binding, 't', permits, 'limit')).lease;
+  }
+
+  /** Grants now, or waits locally (bounded by `queueLimit`, abortable) and asks again when a retry can succeed. */
+  acquire(permits = 1, options?: AcquireOptions): Promise<Lease> {
+    return this.context.waiting.acquire(this.binding, permits, options?.signal);
+  }
+
+  /** Permits available in Redis now; queued here; granted and rejected by this process. */
+  async statistics(): Promise<Statistics> {
+    const [available] = await this.context.engine.peek(this.binding);
+    const queued = this.context.waiting.queued(this.binding);
+    return { available, queued, granted: this.granted, rejected: this.rejected };
+  }
+
+  /** @internal */
+  bind(): BoundMember {
+    return this.member;
+  }
+}
+
+/** One limiter state per key in Redis: the async twin of `partitioned`. Keys expire when back to full. */
+export class RedisPartitionedLimiter<R> implements Owner {
+  granted = 0;
+  rejected = 0;
+  readonly name: string;
+  private readonly keyOf: (resource: R) => string;
+  private readonly specOf: (key: string) => LimiterSpec;
+  private readonly tagOf: ((key: string) => string) | undefined;
+  private readonly specs = new Map<string, LimiterSpec>();
+
+  /** @internal Use `store.partitioned(options)`. */
+  constructor(
+    private readonly context: Context,
+    options: RedisPartitionedOptions<R>,
+  ) {
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError(`store.partitioned options must be an object; got ${describe(options)}`);
+    }
+    this.name = checkName('store.partitioned: name', options.name);
+    if (typeof options.key !== 'function') {
+      throw new TypeError(
+        `store.partitioned: key must be a function (resource) => string; got ${describe(options.key)}`,
+      );
+    }
+    if (options.hashTag !== undefined && typeof options.hashTag !== 'function') {
+      throw new TypeError(
+        `store.partitioned: hashTag must be a function (key) => string; got ${describe(options.hashTag)}`,
+      );
+    }
+    const limiter = options.limiter;
+    if (typeof limiter === 'function') this.specOf = limiter;
+    else {
+      checkSpec('store.partitioned: limiter', limiter);
+      this.specOf = () => limiter;
+    }
+    this.keyOf = options.key;
+    this.tagOf = options.hashTag;
+  }
+
+  /** Decides now for `resource`'s partition: one round trip. */
+  async tryAcquire(resource: R, permits = 1): Promise<Lease> {
+    const binding = this.binding(resource);
+    this.context.engine.check(binding, permits);
+    return (await this.context.engine.decide(binding, 't', permits, 'limit')).lease;
+  }
+
+  /** Grants now, or waits locally in the partition's queue, or rejects at once. */
+  async acquire(resource: R, permits = 1, options?: AcquireOptions): Promise<Lease> {
+    return this.context.waiting.acquire(this.binding(resource), permits, options?.signal);
+  }
+
+  /** The partition's permits available in Redis and queued here; this process's totals over all partitions. */
+  async statistics(resource: R): Promise<Statistics> {
+    const binding = this.binding(resource);
+    const [available] = await this.context.engine.peek(binding);
+    const queued = this.context.waiting.queued(binding);
+    return { available, queued, granted: this.granted, rejected: this.rejected };
+  }
+
+  /** @internal The member bound to `resource`'s partition, and the partition key. */
+  bind(resource: R): { member: BoundMember; partKey: string } {
+    const partKey = this.keyOf(resource);
+    if (typeof partKey !== 'string') {
+      throw new TypeError(`store.partitioned: key() must return a string; got ${describe(partKey)}`);
+    }
+    let spec = this.specs.get(partKey);
+    if (spec === undefined) {
+      spec = this.specOf(partKey);
+      checkSpec(`store.partitioned: limiter(${JSON.stringify(partKey)})`, spec);
+      if (this.specs.size >= SPEC_CACHE) this.specs.clear();
+      this.specs.set(partKey, spec);
+    }
+    const tag = this.tagOf ? this.tagOf(partKey) : partKey;
+    const prefix = this.context.prefix;
+    const key = this.tagOf
+      ? `${prefix}{${tag}}${this.name}:${partKey}`
+      : `${prefix}{${partKey}}:${this.name}`;
+    return { member: { key, spec, origin: '', owner: this }, partKey };
+  }
+
+  private binding(resource: R): Binding {
+    const { member, partKey } = this.bind(resource);
+    return { members: [member], partKey, chain: false };
+  }
+}
+
+/** A spec the Redis store has a Lua twin for, or a TypeError naming `where`. */
+export function checkSpec(where: string, spec: unknown): asserts spec is LimiterSpec {
+  const s = spec as LimiterSpec;
+  if (
+    s === null ||
+    typeof s !== 'object' ||
+    typeof s.signature !== 'string' ||
+    typeof s.algorithm !== 'object' ||
+    !['fixed-window', 'sliding-window', 'token-bucket', 'concurrency'].includes(s.algorithm.kind)
+  ) {
+    throw new TypeError(
+      `${where} must be a limiter (fixedWindow(...), slidingWindow(...), tokenBucket(...), concurrency(...)); got ${describe(spec)}`,
+    );
+  }
+}
+
+function checkName(where: string, name: unknown): string {
+  if (typeof name !== 'string' || name === '' || /[{}\n]/.test(name)) {
+    throw new TypeError(
+      `${where} must be a non-empty string without braces or newlines; got ${describe(name)}`,
+    );
+  }
+  return name;
+}

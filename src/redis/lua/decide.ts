@@ -1,0 +1,152 @@
+/**
+ * The one script every decision runs: a batch of requests, each over one or more limiters (a chain), decided
+ * in order and all-or-nothing per request, mirroring `LimiterCore.canGrant/commit/reject` and
+ * `ChainLimiter.tryAcquire`. Layout (see `../protocol.ts`):
+ *
+ * - `ARGV[1]` the number of requests; then per request `op, permits, members, now` (`now` empty: Redis `TIME`)
+ *   and per member `MEMBER_ARGS` values: `kind, limit, p1, p2, countRejected, origin, blocked, ttlPad, lease,
+ *   leaseTtl`. `KEYS` holds one key per member, in the same order.
+ * - ops: `t` try (a rejection is charged when `countRejected`), `w` a queued attempt (never charged), `p` peek
+ *   (available permits, read-only), `x` release a concurrency lease, `n` renew one.
+ * - reply per request: granted `{'1', remaining₁, reset₁, …}`; rejected `{'0', index, retryAfter,
+ *   chainRetryAfter, remaining, resetAfter}`; peek `{available₁, …}`. Numbers as `%.17g` strings, '' for none.
+ */
+export const DECIDE = `
+local function member(base, key, now)
+  local kind = ARGV[base]
+  local limit = tonumber(ARGV[base + 1])
+  local m = {
+    key = key,
+    countRejected = ARGV[base + 4] == '1',
+    blocked = ARGV[base + 6] == '1',
+    pad = tonumber(ARGV[base + 7]),
+    lease = ARGV[base + 8],
+    leaseTtl = tonumber(ARGV[base + 9]),
+  }
+  if kind == 'cc' then
+    m.dirty = false
+    m.a = concurrency(limit)
+    m.s = loadLeases(key, now)
+    return m
+  end
+  if kind == 'fw' then
+    m.a = fixedWindow(limit, tonumber(ARGV[base + 2]))
+  elseif kind == 'sw' then
+    m.a = slidingWindow(limit, tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]))
+  else
+    m.a = tokenBucket(limit, tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]), kind == 'tc')
+  end
+  local s = readState(key, m.a.width)
+  local before
+  if s then
+    before = s[1]
+  else
+    -- A fresh state, anchored where memory anchors it: the limiter's origin when known, else now.
+    s = {}
+    local origin = ARGV[base + 5]
+    if origin == '' then m.a.init(s, now) else m.a.init(s, tonumber(origin)) end
+  end
+  m.a.advance(s, now)
+  -- Kept whenever it moved: advancing in the same steps as memory gives the same doubles (continuous refill
+  -- and fractional segments round differently if two steps are taken as one).
+  m.dirty = s[1] ~= before
+  m.s = s
+  return m
+end
+
+-- Persists a time-based state; it expires when back to full (plus the pad), as a fresh one would decide alike.
+local function save(m, now)
+  m.dirty = false
+  local ttl = math.ceil(m.a.resetAfter(m.s, now))
+  if ttl ~= ttl or ttl < 1 then ttl = 1 end
+  writeState(m.key, m.s, m.a.width, ttl + m.pad)
+end
+
+local function canGrant(m, permits, need)
+  return m.a.available(m.s) >= need and (permits == 0 or not m.blocked)
+end
+
+local function decide(op, permits, ms, now)
+  if op == 'p' then
+    local res = {}
+    for j, m in ipairs(ms) do res[j] = num(math.max(0, m.a.available(m.s))) end
+    return res
+  end
+  if op == 'x' or op == 'n' then
+    for _, m in ipairs(ms) do
+      if not m.a.timeBased then
+        if op == 'x' then redis.call('ZREM', m.key, m.lease)
+        elseif redis.call('ZSCORE', m.key, m.lease) then holdLease(m.key, m.lease, now + m.leaseTtl, m.leaseTtl + m.pad) end
+      end
+    end
+    return {}
+  end
+  local need = permits
+  if need == 0 then need = 1 end
+  local blocked = 0
+  for j, m in ipairs(ms) do
+    if not canGrant(m, permits, need) then
+      blocked = j
+      break
+    end
+  end
+  if blocked == 0 then
+    local res = { '1' }
+    for _, m in ipairs(ms) do
+      if permits > 0 then
+        m.a.take(m.s, permits)
+        if m.a.timeBased then m.dirty = true else holdLease(m.key, m.lease, now + m.leaseTtl, m.leaseTtl + m.pad) end
+        res[#res + 1] = num(math.max(0, m.a.available(m.s)))
+        if m.a.timeBased then res[#res + 1] = num(m.a.resetAfter(m.s, now)) else res[#res + 1] = '' end
+      else
+        res[#res + 1] = num(m.a.available(m.s))
+        res[#res + 1] = ''
+      end
+    end
+    return res
+  end
+  local m = ms[blocked]
+  if op == 't' and permits > 0 and m.countRejected and m.a.timeBased then
+    m.a.take(m.s, permits)
+    m.dirty = true
+  end
+  local retry = m.a.retryAfter(m.s, now, need)
+  local longest = retry
+  for j, o in ipairs(ms) do
+    if j ~= blocked and not canGrant(o, permits, need) then
+      local wait = o.a.retryAfter(o.s, now, need)
+      if wait == wait and (longest ~= longest or wait > longest) then longest = wait end
+    end
+  end
+  return { '0', tostring(blocked), num(retry), num(longest), num(math.max(0, m.a.available(m.s))), num(m.a.resetAfter(m.s, now)) }
+end
+
+local clock
+local out = {}
+local argi, keyi = 2, 1
+for r = 1, tonumber(ARGV[1]) do
+  local op, permits, count, at = ARGV[argi], tonumber(ARGV[argi + 1]), tonumber(ARGV[argi + 2]), ARGV[argi + 3]
+  argi = argi + 4
+  local now
+  if at ~= '' then
+    now = tonumber(at)
+  else
+    if not clock then
+      local t = redis.call('TIME')
+      clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
+    now = clock
+  end
+  local ms = {}
+  for j = 1, count do
+    ms[j] = member(argi, KEYS[keyi], now)
+    argi = argi + 10
+    keyi = keyi + 1
+  end
+  out[r] = decide(op, permits, ms, now)
+  for _, m in ipairs(ms) do
+    if m.dirty then save(m, now) end
+  end
+end
+return out
+`;
