@@ -1,1 +1,2 @@
+export * from './rate-limiting.ts';
 export * from './timeouts.ts';

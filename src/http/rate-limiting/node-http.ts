@@ -48,7 +48,8 @@ export function waitSignal(req: IncomingMessage, res: ServerResponse): AbortSign
   const onClose = (): void => {
     if (!res.writableFinished) controller.abort(new DOMException('The client disconnected', 'AbortError'));
   };
-  if (req.destroyed || res.destroyed || res.closed) onClose();
+  // Not `req.destroyed`: a request whose body was read to the end is destroyed while its client waits.
+  if (res.destroyed || res.closed || req.socket?.destroyed) onClose();
   else res.once('close', onClose);
   return controller.signal;
 }

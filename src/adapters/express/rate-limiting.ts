@@ -1,0 +1,175 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type Decision, RateLimiting } from '../../http/rate-limiting/engine.ts';
+import {
+  admit,
+  isThenable,
+  NodeRequestView,
+  reject,
+  waitSignal,
+  writeRejection,
+} from '../../http/rate-limiting/node-http.ts';
+import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
+import type { RouteLimits } from '../../http/rate-limiting/route.ts';
+import { findMarker, kMarker, type Marked } from './route-lookahead.ts';
+import type { ExpressMiddleware } from './timeouts.ts';
+
+export type {
+  HttpLimiter,
+  OnRejected,
+  RateLimitingOptions,
+  RateLimitPolicyOptions,
+  RejectedContext,
+  RouteLimit,
+} from '../../http/rate-limiting/options.ts';
+
+/** The app-level middleware and its route markers. Created by {@link rateLimiting}. */
+export interface ExpressRateLimiting extends ExpressMiddleware {
+  /**
+   * A route marker: this route is limited by the global limiter and the named policy (or an inline one), as one
+   * all-or-nothing chain. The name is checked now, so a typo fails at startup.
+   */
+  requirePolicy(policy: string | Exclude<RouteLimit, string | false>): ExpressMiddleware;
+  /** A route marker: no rate limiting on this route, not even the global limiter. */
+  noRateLimit(): ExpressMiddleware;
+  /** The engine behind this middleware. */
+  readonly engine: RateLimiting;
+}
+
+const kDecided = Symbol.for('floodgate.rateLimited');
+type DecidedRequest = IncomingMessage & { [kDecided]?: { engine: RateLimiting; route: RouteLimits } };
+
+/**
+ * Rate limiting for Express 4 and 5. `app.use(limiter)` applies the global limiter to every request that
+ * reaches it; route markers (`limiter.requirePolicy('name')`, `limiter.noRateLimit()`) set a route's policy.
+ *
+ * Global and route policy are decided together, once, whatever the order: the app-level middleware looks up the
+ * route the request will reach (the same matching Express does, cached per method and path) and decides its
+ * whole chain; a marker on a route the middleware did not run for decides the chain itself. A marker that finds
+ * the request already decided without its policy (a middleware rewrote `req.url` in between) fails the request
+ * rather than skip its policy. Put markers first among the route's handlers.
+ *
+ * @example
+ * ```ts
+ * const limiter = rateLimiting({
+ *   global: partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: 100, window: '1m' }) }),
+ *   policies: { login: partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: 5, window: '1m' }) }) },
+ * });
+ * app.use(limiter);
+ * app.post('/login', limiter.requirePolicy('login'), login);
+ * app.get('/health', limiter.noRateLimit(), health);
+ * ```
+ */
+export function rateLimiting(
+  options?: RateLimitingOptions<IncomingMessage, ServerResponse>,
+): ExpressRateLimiting {
+  const engine = new RateLimiting(options as RateLimitingOptions);
+  let markers = 0;
+
+  const decide = (
+    route: RouteLimits,
+    req: IncomingMessage,
+    res: ServerResponse,
+    next: (e?: unknown) => void,
+  ) => {
+    (req as DecidedRequest)[kDecided] = { engine, route };
+    if (route.unlimited) {
+      next();
+      return;
+    }
+    const view = new NodeRequestView(req);
+    const decision = engine.decide(view, route, () => waitSignal(req, res));
+    if (isThenable(decision)) decision.then((d) => proceed(view, req, res, d, next), next);
+    else proceed(view, req, res, decision, next);
+  };
+
+  const proceed = (
+    view: NodeRequestView,
+    req: IncomingMessage,
+    res: ServerResponse,
+    decision: Decision,
+    next: (error?: unknown) => void,
+  ): void => {
+    if (decision.result === 'canceled') return;
+    if (decision.lease !== undefined && !decision.lease.granted) {
+      let done: void | Promise<void>;
+      try {
+        done = reject(
+          engine,
+          view,
+          res,
+          decision,
+          req,
+          res,
+          () => res.headersSent,
+          (context) => writeRejection(res, context),
+        );
+      } catch (error) {
+        next(error);
+        return;
+      }
+      if (!engine.options.dryRun) {
+        if (isThenable(done)) done.then(undefined, next);
+        return;
+      }
+      if (isThenable(done)) {
+        done.then(() => {
+          admit(engine, view, res, decision);
+          next();
+        }, next);
+        return;
+      }
+    }
+    admit(engine, view, res, decision);
+    next();
+  };
+
+  const middleware: ExpressMiddleware = (req, res, next) => {
+    const prior = (req as DecidedRequest)[kDecided];
+    if (prior !== undefined && prior.engine === engine) {
+      next();
+      return;
+    }
+    let route = engine.defaultRoute;
+    if (markers > 0) {
+      const marker = findMarker(req, engine);
+      if (marker !== undefined) route = marker;
+    }
+    decide(route, req, res, next);
+  };
+
+  const marker = (route: RouteLimits): ExpressMiddleware => {
+    markers++;
+    const handle: ExpressMiddleware = (req, res, next) => {
+      const prior = (req as DecidedRequest)[kDecided];
+      if (prior === undefined || prior.engine !== engine) {
+        decide(route, req, res, next);
+        return;
+      }
+      if (prior.route === route) {
+        next();
+        return;
+      }
+      next(
+        new Error(
+          `floodgate: this route requires rate-limiting policy ${JSON.stringify(route.policy?.name ?? 'none')} but the ` +
+            'request was already decided without it (a middleware changed req.url, or two markers apply); ' +
+            'global and route policy must be decided together',
+        ),
+      );
+    };
+    (handle as Marked)[kMarker] = { engine, route };
+    return handle;
+  };
+
+  const requirePolicy = (policy: string | Exclude<RouteLimit, string | false>): ExpressMiddleware => {
+    if (policy === undefined || (policy as unknown) === false) {
+      throw new TypeError(
+        'requirePolicy(): name a policy (or give an inline one); use noRateLimit() to disable limiting',
+      );
+    }
+    return marker(engine.route(policy, 'requirePolicy()'));
+  };
+  const noRateLimit = (): ExpressMiddleware => marker(engine.disabledRoute);
+
+  return Object.assign(middleware, { requirePolicy, noRateLimit, engine });
+}

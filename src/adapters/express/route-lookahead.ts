@@ -1,0 +1,123 @@
+import type { IncomingMessage } from 'node:http';
+import type { RateLimiting } from '../../http/rate-limiting/engine.ts';
+import type { RouteLimits } from '../../http/rate-limiting/route.ts';
+
+/**
+ * Which route marker, if any, the request will reach: the app-level middleware runs before Express routes the
+ * request, yet must decide the global limiter and the route's policy as one chain. It walks the app's router
+ * stack with the layers' own matchers (Express 4's `router/layer` and Express 5's `router` package alike),
+ * stopping at the first route that matches the path and method, as Express does. Results are cached per
+ * method and path, in a bounded map emptied when the stack grows.
+ */
+
+export const kMarker: unique symbol = Symbol.for('floodgate.rateLimitMarker') as never;
+
+/** A marker middleware carries its engine and route limits. */
+export type Marked = { [kMarker]?: { engine: RateLimiting; route: RouteLimits } };
+
+interface Layer {
+  handle: unknown;
+  route?: { stack: Layer[]; _handlesMethod?(m: string): boolean; _handles_method?(m: string): boolean };
+  path?: string;
+  match(path: string): boolean | { path: string };
+}
+
+interface App {
+  _router?: { stack: Layer[] };
+  router?: { stack: Layer[] };
+  mountpath?: unknown;
+  parent?: unknown;
+}
+
+const NONE = null;
+const CACHE_SIZE = 1024;
+
+interface Cache {
+  length: number;
+  results: Map<string, RouteLimits | null>;
+}
+
+const caches = new WeakMap<RateLimiting, WeakMap<object, Cache>>();
+
+/** The limits of the marker on the route `req` will reach, or undefined for none (the global limiter). */
+export function findMarker(req: IncomingMessage, engine: RateLimiting): RouteLimits | undefined {
+  const app = (req as { app?: App }).app;
+  // Express 4 keeps the router in `_router`; in Express 5 `router` is a getter (in 4 it throws).
+  const stack = (app?._router ?? app?.router)?.stack;
+  if (!Array.isArray(stack)) return undefined;
+  const path = appPath(req, app!);
+  if (path === undefined) return undefined;
+  const method = req.method ?? 'GET';
+  let byStack = caches.get(engine);
+  if (byStack === undefined) {
+    byStack = new WeakMap();
+    caches.set(engine, byStack);
+  }
+  let cache = byStack.get(stack);
+  if (cache === undefined || cache.length !== stack.length) {
+    cache = { length: stack.length, results: new Map() };
+    byStack.set(stack, cache);
+  }
+  const key = `${method} ${path}`;
+  let found = cache.results.get(key);
+  if (found === undefined) {
+    found = walk(stack, path, method, engine) ?? NONE;
+    if (cache.results.size >= CACHE_SIZE) cache.results.clear();
+    cache.results.set(key, found);
+  }
+  return found ?? undefined;
+}
+
+// The path the app's router matches: the original URL's path, less the app's own mount point.
+function appPath(req: IncomingMessage, app: App): string | undefined {
+  const url = (req as { originalUrl?: string }).originalUrl ?? req.url;
+  if (typeof url !== 'string') return undefined;
+  const q = url.indexOf('?');
+  let path = q < 0 ? url : url.slice(0, q);
+  if (app.parent !== undefined && typeof app.mountpath === 'string' && path.startsWith(app.mountpath)) {
+    path = path.slice(app.mountpath.length) || '/';
+  }
+  return path;
+}
+
+/** The marker's limits; NONE when a route without a marker matches first; undefined when nothing matches. */
+function walk(
+  stack: Layer[],
+  path: string,
+  method: string,
+  engine: RateLimiting,
+): RouteLimits | null | undefined {
+  for (const layer of stack) {
+    const handle = layer.handle as Marked & { stack?: Layer[] };
+    const own = handle?.[kMarker];
+    const route = layer.route;
+    const router = Array.isArray(handle?.stack) ? handle.stack : undefined;
+    if (route === undefined && own === undefined && router === undefined) continue;
+    let matched: boolean | { path: string };
+    try {
+      matched = layer.match(path);
+    } catch {
+      return NONE; // Express fails the request too (a malformed URI): the global limiter decides.
+    }
+    if (!matched) continue;
+    if (route !== undefined) {
+      const handles = route._handlesMethod?.(method) ?? route._handles_method?.(method) ?? true;
+      if (!handles && method !== 'HEAD') continue;
+      for (const inner of route.stack) {
+        const marker = (inner.handle as Marked)?.[kMarker];
+        if (marker !== undefined && marker.engine === engine) return marker.route;
+      }
+      return NONE;
+    }
+    if (own !== undefined) {
+      if (own.engine === engine) return own.route;
+      continue;
+    }
+    const prefix = typeof matched === 'object' ? matched.path : (layer.path ?? '');
+    let rest = path.slice(prefix.length);
+    if (rest[0] !== '/') rest = `/${rest}`;
+    const found = walk(router!, rest, method, engine);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}

@@ -1,0 +1,184 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { type Decision, RateLimiting } from '../../http/rate-limiting/engine.ts';
+import {
+  holdUntilEnd,
+  isThenable,
+  NodeRequestView,
+  reject,
+  waitSignal,
+} from '../../http/rate-limiting/node-http.ts';
+import type { RateLimitingOptions, RejectedContext, RouteLimit } from '../../http/rate-limiting/options.ts';
+import type { RouteLimits } from '../../http/rate-limiting/route.ts';
+
+export type {
+  HttpLimiter,
+  OnRejected,
+  RateLimitingOptions,
+  RateLimitPolicyOptions,
+  RejectedContext,
+  RouteLimit,
+} from '../../http/rate-limiting/options.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * This route's rate limiting: a policy name (checked when the route is added), an inline policy, or
+     * `false` for none. Omitted: the global limiter only.
+     */
+    rateLimit?: RouteLimit<FastifyRequest, FastifyReply>;
+  }
+}
+
+/** Options of the Fastify plugin: `onRejected` sees the Fastify `request` and `reply`. */
+export type FastifyRateLimitingOptions = RateLimitingOptions<FastifyRequest, FastifyReply>;
+
+const kLimits = Symbol('floodgate.rateLimits');
+type LimitedConfig = { rateLimit?: unknown; [kLimits]?: RouteLimits };
+
+// Options Fastify itself reads from register(); they are not ours to validate.
+const FASTIFY_KEYS = new Set(['prefix', 'logLevel', 'logSerializers']);
+
+/**
+ * Rate limiting for Fastify 5, as a plugin whose hook applies to the whole application. Each request is decided
+ * once, in `onRequest` (before the body is read), against the global limiter chained with its route's
+ * `config.rateLimit` policy. Register it before the routes: routes added earlier are validated at their first
+ * request instead of at startup.
+ *
+ * @example
+ * ```ts
+ * await app.register(rateLimiting, {
+ *   global: partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: 100, window: '1m' }) }),
+ *   policies: { search: concurrency({ permitLimit: 4, queueLimit: 16 }) },
+ * });
+ * app.get('/search', { config: { rateLimit: 'search' } }, search);
+ * app.get('/health', { config: { rateLimit: false } }, health);
+ * ```
+ */
+export function rateLimiting(
+  fastify: FastifyInstance,
+  options: FastifyRateLimitingOptions,
+  done: (error?: Error) => void,
+): void {
+  let engine: RateLimiting;
+  try {
+    const own = Object.fromEntries(Object.entries(options ?? {}).filter(([key]) => !FASTIFY_KEYS.has(key)));
+    engine = new RateLimiting(own as RateLimitingOptions);
+  } catch (error) {
+    done(error as Error);
+    return;
+  }
+
+  const limitsOf = (config: LimitedConfig, method: string, url: string | undefined): RouteLimits => {
+    let limits = config[kLimits];
+    if (limits === undefined) {
+      limits = engine.route(config.rateLimit, `route ${method} ${url}: config.rateLimit`);
+      config[kLimits] = limits;
+    }
+    return limits;
+  };
+
+  fastify.addHook('onRoute', (route) => {
+    const config = (route.config ?? {}) as LimitedConfig;
+    if (config.rateLimit === undefined) return;
+    route.config = {
+      ...config,
+      [kLimits]: engine.route(
+        config.rateLimit,
+        `route ${String(route.method)} ${route.url}: config.rateLimit`,
+      ),
+    } as typeof route.config;
+  });
+
+  fastify.addHook('onRequest', (request, reply, next) => {
+    const config = request.routeOptions.config as LimitedConfig | undefined;
+    let limits: RouteLimits;
+    try {
+      limits =
+        config === undefined || config.rateLimit === undefined
+          ? engine.defaultRoute
+          : limitsOf(config, request.method, request.routeOptions.url);
+    } catch (error) {
+      next(error as Error);
+      return;
+    }
+    if (limits.unlimited) {
+      next();
+      return;
+    }
+    const view = new NodeRequestView(request.raw);
+    const decision = engine.decide(view, limits, () => waitSignal(request.raw, reply.raw));
+    if (isThenable(decision)) {
+      decision.then((d) => proceed(engine, view, request, reply, d, next), next);
+    } else proceed(engine, view, request, reply, decision, next);
+  });
+
+  done();
+}
+
+function proceed(
+  engine: RateLimiting,
+  view: NodeRequestView,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  decision: Decision,
+  next: (error?: Error) => void,
+): void {
+  if (decision.result === 'canceled') return;
+  if (decision.lease !== undefined && !decision.lease.granted) {
+    let done: void | Promise<void>;
+    try {
+      done = reject(
+        engine,
+        view,
+        reply.raw,
+        decision,
+        request,
+        reply,
+        () => reply.sent,
+        (context) => send(reply, context),
+      );
+    } catch (error) {
+      next(error as Error);
+      return;
+    }
+    if (!engine.options.dryRun) {
+      if (isThenable(done)) done.then(undefined, next);
+      return;
+    }
+    if (isThenable(done)) {
+      done.then(() => admit(engine, view, reply, decision, next), next);
+      return;
+    }
+  }
+  admit(engine, view, reply, decision, next);
+}
+
+function admit(
+  engine: RateLimiting,
+  view: NodeRequestView,
+  reply: FastifyReply,
+  decision: Decision,
+  next: () => void,
+): void {
+  if (engine.options.headers.length > 0 && decision.lease !== undefined) {
+    for (const [name, value] of engine.headers(view, decision)) reply.header(name, value);
+  }
+  holdUntilEnd(engine, reply.raw, decision);
+  next();
+}
+
+// Answer through Fastify rather than on the raw response, so onSend/onResponse hooks and the request log see it.
+function send(reply: FastifyReply, context: RejectedContext<FastifyRequest, FastifyReply>): void {
+  for (const [name, value] of context.headers) {
+    reply.header(name, name === 'set-cookie' ? context.headers.getSetCookie() : value);
+  }
+  // A Buffer, so that Fastify keeps the Content-Type as set (it adds a charset to strings).
+  reply.code(context.status).send(Buffer.from(context.body));
+}
+
+// Hooks of this plugin apply to the whole application, as with fastify-plugin.
+Object.assign(rateLimiting, {
+  [Symbol.for('skip-override')]: true,
+  [Symbol.for('fastify.display-name')]: 'floodgate-rate-limiting',
+  [Symbol.for('plugin-meta')]: { name: 'floodgate-rate-limiting', fastify: '5.x' },
+});

@@ -1,0 +1,187 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Context, MiddlewareHandler } from 'hono';
+import { type Decision, RateLimiting } from '../../http/rate-limiting/engine.ts';
+import { holdUntilEnd, isThenable } from '../../http/rate-limiting/node-http.ts';
+import type { RateLimitingOptions, RejectedContext, RouteLimit } from '../../http/rate-limiting/options.ts';
+import type { RouteLimits } from '../../http/rate-limiting/route.ts';
+import type { HttpRequest } from '../../http/request.ts';
+import { requestTimeoutOf } from '../../http/timeouts/registry.ts';
+
+export type {
+  HttpLimiter,
+  OnRejected,
+  RateLimitingOptions,
+  RateLimitPolicyOptions,
+  RejectedContext,
+  RouteLimit,
+} from '../../http/rate-limiting/options.ts';
+
+/** Options of the Hono `rateLimiting()`: `onRejected` sees the `Context` (as request and response). */
+export type HonoRateLimitingOptions = RateLimitingOptions<Context, Context>;
+
+/** The app-level middleware and its route markers. Created by {@link rateLimiting}. */
+export interface HonoRateLimiting extends MiddlewareHandler {
+  /**
+   * A route marker: this route is limited by the global limiter and the named policy (or an inline one), as one
+   * all-or-nothing chain. The name is checked now, so a typo fails at startup.
+   */
+  requirePolicy(policy: string | Exclude<RouteLimit<Context, Context>, string | false>): MiddlewareHandler;
+  /** A route marker: no rate limiting on this route, not even the global limiter. */
+  noRateLimit(): MiddlewareHandler;
+  /** The engine behind this middleware. */
+  readonly engine: RateLimiting;
+}
+
+const kMarker: unique symbol = Symbol.for('floodgate.rateLimitMarker') as never;
+const kDecided = Symbol.for('floodgate.rateLimited');
+type Marked = { [kMarker]?: { engine: RateLimiting; route: RouteLimits } };
+type DecidedContext = Context & { [kDecided]?: { engine: RateLimiting; route: RouteLimits } };
+
+/** The {@link HttpRequest} view of a Hono request; the socket address comes from `@hono/node-server`. */
+class HonoRequestView implements HttpRequest {
+  constructor(readonly c: Context) {}
+  get remoteAddress(): string | undefined {
+    return (this.c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress;
+  }
+  get method(): string {
+    return this.c.req.method;
+  }
+  get path(): string {
+    return this.c.req.path;
+  }
+  header(name: string): string | undefined {
+    return this.c.req.raw.headers.get(name) ?? undefined;
+  }
+}
+
+function nodeOutgoing(c: Context): ServerResponse | undefined {
+  const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+  return typeof outgoing?.on === 'function' ? outgoing : undefined;
+}
+
+// Queued requests wait with the request timeout's signal when there is one (it also aborts on disconnect),
+// else with one that aborts when the node response closes early, else with the runtime's request signal.
+function waitSignal(c: Context): AbortSignal | undefined {
+  const timeout = requestTimeoutOf(c);
+  if (timeout !== undefined) return timeout.signal;
+  const outgoing = nodeOutgoing(c);
+  if (outgoing === undefined) return c.req.raw.signal;
+  const controller = new AbortController();
+  const onClose = (): void => {
+    if (!outgoing.writableFinished)
+      controller.abort(new DOMException('The client disconnected', 'AbortError'));
+  };
+  if (outgoing.destroyed || outgoing.closed) onClose();
+  else outgoing.once('close', onClose);
+  return controller.signal;
+}
+
+/**
+ * Rate limiting for Hono 4, on web `Request`/`Response`. `app.use(limiter)` applies the global limiter; route
+ * markers (`limiter.requirePolicy('name')`, `limiter.noRateLimit()`) set a route's policy. Hono matches every
+ * handler of a request before running the first, so the app-level middleware sees the route's marker and decides
+ * global and policy as one chain; a marker on a route the middleware does not run for decides the chain itself.
+ * Under `@hono/node-server` a held (concurrency) permit comes back when the response has been written; elsewhere
+ * when the handler returns.
+ *
+ * @example
+ * ```ts
+ * const limiter = rateLimiting({ global: partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: 100, window: '1m' }) }),
+ *   policies: { search: concurrency({ permitLimit: 4, queueLimit: 16 }) } });
+ * app.use(limiter);
+ * app.get('/search', limiter.requirePolicy('search'), (c) => c.json(search(c.req.query('q'))));
+ * ```
+ */
+export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimiting {
+  const engine = new RateLimiting(options as RateLimitingOptions);
+  let markers = 0;
+
+  const decide = async (
+    route: RouteLimits,
+    c: Context,
+    next: () => Promise<void>,
+  ): Promise<Response | void> => {
+    (c as DecidedContext)[kDecided] = { engine, route };
+    if (route.unlimited) return next();
+    const view = new HonoRequestView(c);
+    const pending = engine.decide(view, route, () => waitSignal(c));
+    const decision = isThenable(pending) ? await pending : pending;
+    if (decision.result === 'canceled') return new Response(null, { status: 499 });
+    if (decision.lease !== undefined && !decision.lease.granted) {
+      const answer = await rejected(view, decision, c);
+      if (!engine.options.dryRun) return answer;
+    }
+    return admitted(view, decision, c, next);
+  };
+
+  const rejected = async (view: HonoRequestView, decision: Decision, c: Context): Promise<Response> => {
+    const context: RejectedContext<Context, Context> = engine.rejectedContext(view, decision, c, c);
+    const hook = decision.route.onRejected;
+    const outcome = hook === undefined ? undefined : await hook(context);
+    if (outcome instanceof Response) return outcome;
+    return new Response(context.body, { status: context.status, headers: context.headers });
+  };
+
+  const admitted = async (
+    view: HonoRequestView,
+    decision: Decision,
+    c: Context,
+    next: () => Promise<void>,
+  ) => {
+    if (engine.options.headers.length > 0 && decision.lease !== undefined) {
+      for (const [name, value] of engine.headers(view, decision)) c.header(name, value, { append: true });
+    }
+    if (decision.heldSince < 0) return next();
+    const outgoing = nodeOutgoing(c);
+    try {
+      await next();
+    } finally {
+      // Under node-server the body is written after the handler returns: hold the permit until it is.
+      if (outgoing !== undefined) holdUntilEnd(engine, outgoing, decision);
+      else engine.release(decision);
+    }
+  };
+
+  const middleware: MiddlewareHandler = (c, next) => {
+    const prior = (c as DecidedContext)[kDecided];
+    if (prior !== undefined && prior.engine === engine) return next();
+    let route = engine.defaultRoute;
+    if (markers > 0) {
+      for (const matched of c.req.matchedRoutes) {
+        const marker = (matched.handler as Marked)[kMarker];
+        if (marker !== undefined && marker.engine === engine) {
+          route = marker.route;
+          break;
+        }
+      }
+    }
+    return decide(route, c, next);
+  };
+
+  const marker = (route: RouteLimits): MiddlewareHandler => {
+    markers++;
+    const handle: MiddlewareHandler = (c, next) => {
+      const prior = (c as DecidedContext)[kDecided];
+      if (prior === undefined || prior.engine !== engine) return decide(route, c, next);
+      if (prior.route === route) return next();
+      throw new Error(
+        `floodgate: this route requires rate-limiting policy ${JSON.stringify(route.policy?.name ?? 'none')} but the ` +
+          'request was already decided by another marker; global and route policy must be decided together',
+      );
+    };
+    (handle as Marked)[kMarker] = { engine, route };
+    return handle;
+  };
+
+  const requirePolicy = (policy: string | Exclude<RouteLimit<Context, Context>, string | false>) => {
+    if (policy === undefined || (policy as unknown) === false) {
+      throw new TypeError(
+        'requirePolicy(): name a policy (or give an inline one); use noRateLimit() to disable limiting',
+      );
+    }
+    return marker(engine.route(policy, 'requirePolicy()'));
+  };
+  const noRateLimit = (): MiddlewareHandler => marker(engine.disabledRoute);
+
+  return Object.assign(middleware, { requirePolicy, noRateLimit, engine });
+}

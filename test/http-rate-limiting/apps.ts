@@ -1,0 +1,178 @@
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import express from 'express';
+import Fastify from 'fastify';
+import { Hono } from 'hono';
+import { rateLimiting as expressRateLimiting } from '../../src/adapters/express/rate-limiting.ts';
+import { rateLimiting as fastifyRateLimiting } from '../../src/adapters/fastify/rate-limiting.ts';
+import { rateLimiting as honoRateLimiting } from '../../src/adapters/hono/rate-limiting.ts';
+import { rateLimiting as nodeRateLimiting } from '../../src/adapters/node/rate-limiting.ts';
+import type { RateLimitingOptions, RouteLimit } from '../../src/http/rate-limiting/options.ts';
+
+/**
+ * One tiny application per adapter, built from the same description, so that every scenario runs against
+ * node:http, Express 5, Express 4, Fastify 5 and Hono 4 over real sockets.
+ *
+ * Handlers answer `ok`; `?delay=ms` makes them wait, `?throw=1` makes them throw after the delay.
+ */
+export interface RouteSpec {
+  path: string;
+  /** The route's setting: a policy name, an inline policy, or false. Omitted: global only. */
+  limit?: RouteLimit;
+}
+
+export interface AppSpec {
+  // biome-ignore lint/suspicious/noExplicitAny: each adapter narrows onRejected's request and response
+  options: RateLimitingOptions<any, any>;
+  routes: RouteSpec[];
+  /** Register routes before the rate-limiting middleware/plugin (ordering must not matter). */
+  routesFirst?: boolean;
+}
+
+export interface Running {
+  url: string;
+  close(): Promise<void>;
+}
+
+export type Start = (spec: AppSpec) => Promise<Running>;
+
+function params(url: string | undefined): { delay: number; fail: boolean } {
+  const query = new URL(url ?? '/', 'http://x').searchParams;
+  return { delay: Number(query.get('delay') ?? 0), fail: query.get('throw') === '1' };
+}
+
+async function work(url: string | undefined): Promise<string> {
+  const { delay, fail } = params(url);
+  if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+  if (fail) throw new Error('handler failed on purpose');
+  return 'ok';
+}
+
+function listen(server: http.Server): Promise<Running> {
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      resolve({
+        url: `http://127.0.0.1:${port}`,
+        close: () =>
+          new Promise<void>((done) => {
+            server.closeAllConnections();
+            server.close(() => done());
+          }),
+      });
+    });
+  });
+}
+
+const express4 = createRequire(import.meta.url)('express4') as typeof express;
+
+const pathOf = (url: string | undefined) => (url ?? '/').split('?', 1)[0];
+
+const node: Start = async (spec) => {
+  const limit = nodeRateLimiting(spec.options);
+  const handler = (req: IncomingMessage, res: ServerResponse) =>
+    work(req.url).then(
+      (body) => res.end(body),
+      () => {
+        res.statusCode = 500;
+        res.end('failed');
+      },
+    );
+  const routes = new Map(spec.routes.map((route) => [route.path, limit(handler, route.limit)]));
+  const notFound = limit((_req: IncomingMessage, res: ServerResponse) => {
+    res.statusCode = 404;
+    res.end();
+  });
+  return listen(http.createServer((req, res) => (routes.get(pathOf(req.url)) ?? notFound)(req, res)));
+};
+
+function expressApp(factory: typeof express | typeof express4): Start {
+  return async (spec) => {
+    const app = (factory as typeof express)();
+    const limiter = expressRateLimiting(spec.options);
+    const handler = (req: express.Request, res: express.Response, next: express.NextFunction) => {
+      work(req.url).then((body) => res.send(body), next);
+    };
+    const addRoutes = () => {
+      for (const route of spec.routes) {
+        if (route.limit === undefined) app.get(route.path, handler);
+        else if (route.limit === false) app.get(route.path, limiter.noRateLimit(), handler);
+        else app.get(route.path, limiter.requirePolicy(route.limit as string), handler);
+      }
+    };
+    if (spec.routesFirst) addRoutes();
+    app.use(limiter);
+    if (!spec.routesFirst) addRoutes();
+    app.use((error: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      if (!res.headersSent) res.status(500).send(error.message);
+      else res.destroy();
+    });
+    return listen(http.createServer(app));
+  };
+}
+
+const fastify: Start = async (spec) => {
+  const app = Fastify();
+  const addRoutes = () => {
+    for (const route of spec.routes) {
+      app.get(
+        route.path,
+        { config: route.limit === undefined ? {} : { rateLimit: route.limit } },
+        (request) => work(request.url),
+      );
+    }
+  };
+  if (spec.routesFirst) addRoutes();
+  await app.register(fastifyRateLimiting, spec.options);
+  if (!spec.routesFirst) addRoutes();
+  await app.ready();
+  return listen(app.server);
+};
+
+const hono: Start = async (spec) => {
+  const app = new Hono();
+  const limiter = honoRateLimiting(spec.options);
+  const handler = async (c: import('hono').Context) => c.text(await work(c.req.url));
+  const addRoutes = () => {
+    for (const route of spec.routes) {
+      if (route.limit === undefined) app.get(route.path, handler);
+      else if (route.limit === false) app.get(route.path, limiter.noRateLimit(), handler);
+      else app.get(route.path, limiter.requirePolicy(route.limit as string), handler);
+    }
+  };
+  if (spec.routesFirst) addRoutes();
+  app.use(limiter);
+  if (!spec.routesFirst) addRoutes();
+  app.onError((error, c) => c.text(error.message, 500));
+  return new Promise((resolve) => {
+    const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => {
+      resolve({
+        url: `http://127.0.0.1:${info.port}`,
+        close: () =>
+          new Promise<void>((done) => {
+            (server as http.Server).closeAllConnections();
+            server.close(() => done());
+          }),
+      });
+    });
+  });
+};
+
+export const adapters: Record<string, Start> = {
+  node,
+  express5: expressApp(express),
+  express4: expressApp(express4),
+  fastify,
+  hono,
+};
+
+/** A GET with a fresh connection per request, so nothing is shared between requests but the server. */
+export async function get(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; body: string }> {
+  const response = await fetch(url, { headers });
+  return { status: response.status, headers: response.headers, body: await response.text() };
+}
