@@ -128,11 +128,16 @@ export class PartitionedLimiter<R> {
    */
   bind(resource: R): number {
     const key = this.keyOf(resource);
+    if (key === this.lastKey) return this.lastCode;
     const code = this.map.get(key);
-    if (code !== undefined) return code;
-    if (typeof key !== 'string')
-      throw new TypeError(`partitioned: key() must return a string; got ${describe(key)}`);
-    return this.create(key);
+    if (code === undefined) {
+      if (typeof key !== 'string')
+        throw new TypeError(`partitioned: key() must return a string; got ${describe(key)}`);
+      return this.create(key);
+    }
+    this.lastKey = key;
+    this.lastCode = code;
+    return code;
   }
 
   /** @internal */
