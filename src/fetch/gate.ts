@@ -67,10 +67,11 @@ export class Gate {
       }
       const lease = await this.config.limiter.acquire(key, 1, signal ? { signal } : undefined);
       if (!lease.granted) {
-        // With no queue (or a full one), 'wait' sleeps until a permit could be had and asks again. An overflow
-        // of the partition table, or a concurrency lease (no time given), cannot be waited out that way.
+        // A limiter without a queue says 'limit': 'wait' then sleeps until a permit could be had and asks again.
+        // A full queue ('queue-full', 'evicted') is the bound the user set, and an overflowing partition table
+        // or a concurrency lease gives no time to wait for: those are refused.
         const retry = lease.retryAfterMs;
-        if (mode === 'wait' && retry !== undefined && lease.reason !== 'overflow') {
+        if (mode === 'wait' && retry !== undefined && lease.reason === 'limit') {
           await sleep(Math.max(1, retry), signal);
           continue;
         }

@@ -7,10 +7,12 @@ import { PartitionedLimiter, partitioned } from '../limiters/partitioned.ts';
 import { RateLimiter } from '../limiters/rate-limiter.ts';
 
 /**
- * What a call does when no permit can be had now:
- * - `'wait'` (default): wait in the limiter's queue, or, when the limiter has no queue or it is full, sleep
- *   until the lease's `retryAfterMs` and try again; waits end early when the request's `signal` aborts.
- * - `'throw'`: reject with a {@link RateLimitedError}.
+ * What a call does when no permit can be had. A limiter with a queue always queues first (bounded by its
+ * `queueLimit`, abortable through the request's `signal`); this option decides what happens beyond that:
+ * - `'wait'` (default): with a time-based limiter that has no queue, sleep until the lease's `retryAfterMs` and
+ *   ask again (no order among sleepers: give the limiter a queue for first-come, first-served); during a
+ *   server's pause, wait until it ends. A full queue is still refused, with a {@link RateLimitedError}.
+ * - `'throw'`: reject with a {@link RateLimitedError} (`reason` `'limit'`, `'queue-full'`, `'paused'`, …).
  * - `'respond'`: resolve with a local `429 Too Many Requests` that never reached the network.
  */
 export type OnLimited = 'wait' | 'throw' | 'respond';

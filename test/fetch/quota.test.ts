@@ -72,6 +72,23 @@ describe('the local quota holds, counted on the server', () => {
   });
 });
 
+test("'wait' keeps the queue's bound: a call that cannot queue is refused", async () => {
+  const start = a.hits.length;
+  const api = rateLimitedFetch({ limiter: fixedWindow({ permitLimit: 1, window: '1h', queueLimit: 1 }) });
+  await (await api(a.url())).text();
+  const controller = new AbortController();
+  const queued = api(a.url(), { signal: controller.signal });
+  const error = await api(a.url()).then(
+    () => assert.fail('should be refused'),
+    (e: unknown) => e,
+  );
+  assert.ok(error instanceof RateLimitedError);
+  assert.equal(error.reason, 'queue-full');
+  controller.abort();
+  await assert.rejects(queued, { name: 'AbortError' });
+  assert.equal(a.hits.length - start, 1);
+});
+
 describe('partitions', () => {
   test('one budget per origin by default: a spent API does not block another', async () => {
     const [startA, startB] = [a.hits.length, b.hits.length];
