@@ -1,0 +1,156 @@
+/**
+ * `acquire` over Redis (Redis TIME, real time, short windows, generous margins): waits locally and is granted
+ * when a retry can succeed, charged once; bounded by queueLimit; abortable; newest-first evicts; concurrency
+ * waiters wake on a local release and poll for remote ones; leases of a dead holder expire.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { concurrency, fixedWindow } from '../../src/index.ts';
+import { type RedisStore, redisStore } from '../../src/redis/index.ts';
+import { RedisServer } from '../support/redis-server.ts';
+import { uniqueName } from './twin.ts';
+
+let server: RedisServer;
+let client: Redis;
+let store: RedisStore;
+before(async () => {
+  server = await RedisServer.start();
+  client = new Redis({ port: server.port });
+  store = redisStore({ client, timeoutMs: 2000 });
+});
+after(async () => {
+  client.disconnect();
+  await server.stop();
+});
+
+test('a waiter is granted when the window rolls, and charged once', async () => {
+  const limiter = store.limiter(fixedWindow({ permitLimit: 2, window: 300, queueLimit: 4 }), {
+    name: uniqueName(),
+  });
+  assert.ok((await limiter.acquire(2)).granted);
+  const started = performance.now();
+  const waiting = limiter.acquire(1);
+  assert.equal((await limiter.statistics()).queued, 1);
+  const lease = await waiting;
+  const waited = performance.now() - started;
+  assert.ok(lease.granted);
+  assert.ok(waited >= 250 && waited < 2000, `waited ${waited} ms`);
+  const stats = await limiter.statistics();
+  assert.deepEqual(
+    { available: stats.available, queued: stats.queued, granted: stats.granted },
+    {
+      available: 1,
+      queued: 0,
+      granted: 2,
+    },
+  );
+});
+
+test('queue-full and limit reasons', async () => {
+  const limiter = store.limiter(fixedWindow({ permitLimit: 2, window: 400, queueLimit: 2 }), {
+    name: uniqueName(),
+  });
+  assert.ok((await limiter.tryAcquire(2)).granted);
+  const first = limiter.acquire(2);
+  const full = await limiter.acquire(1);
+  assert.equal(full.granted, false);
+  assert.equal(full.reason, 'queue-full');
+  assert.ok(full.retryAfterMs! > 0 && full.retryAfterMs! <= 400);
+  assert.ok((await first).granted);
+  const none = store.limiter(fixedWindow({ permitLimit: 1, window: 400 }), { name: uniqueName() });
+  await none.acquire();
+  assert.equal((await none.acquire()).reason, 'limit', 'without a queue the reason is limit');
+});
+
+test('an aborted waiter rejects with the signal reason at once, frees its room and is charged nothing', async () => {
+  const limiter = store.limiter(fixedWindow({ permitLimit: 1, window: 500, queueLimit: 1 }), {
+    name: uniqueName(),
+  });
+  await limiter.tryAcquire();
+  const controller = new AbortController();
+  const waiting = limiter.acquire(1, { signal: controller.signal });
+  await new Promise((r) => setTimeout(r, 20));
+  controller.abort(new Error('gone'));
+  await assert.rejects(waiting, /gone/);
+  assert.equal((await limiter.statistics()).queued, 0);
+  const next = limiter.acquire(1);
+  assert.ok((await next).granted, 'the freed room is usable');
+  await assert.rejects(limiter.acquire(1, { signal: AbortSignal.abort(new Error('early')) }), /early/);
+});
+
+test('oldest-first: a new arrival does not overtake local waiters; newest-first evicts the oldest', async () => {
+  const fair = store.limiter(fixedWindow({ permitLimit: 1, window: 300, queueLimit: 5 }), {
+    name: uniqueName(),
+  });
+  await fair.tryAcquire();
+  const order: string[] = [];
+  const a = fair.acquire().then(() => order.push('a'));
+  const b = fair.acquire().then(() => order.push('b'));
+  await Promise.all([a, b]);
+  assert.deepEqual(order, ['a', 'b']);
+  const lifo = store.limiter(
+    fixedWindow({ permitLimit: 1, window: 400, queueLimit: 1, queueOrder: 'newest-first' }),
+    {
+      name: uniqueName(),
+    },
+  );
+  await lifo.tryAcquire();
+  const old = lifo.acquire();
+  await new Promise((r) => setTimeout(r, 10));
+  const young = lifo.acquire();
+  const evicted = await old;
+  assert.equal(evicted.reason, 'evicted');
+  assert.ok((await young).granted);
+});
+
+test('concurrency: a local release wakes the waiter at once; a remote one is seen by polling', async () => {
+  const name = uniqueName();
+  const limiter = store.limiter(concurrency({ permitLimit: 1, queueLimit: 2 }), { name });
+  const held = await limiter.acquire();
+  const waiting = limiter.acquire();
+  await new Promise((r) => setTimeout(r, 30));
+  const released = performance.now();
+  held.release();
+  const next = await waiting;
+  assert.ok(next.granted);
+  assert.ok(performance.now() - released < 1000);
+  // Another process (another client and store) holds it now; its release is seen by polling.
+  const otherClient = new Redis({ port: server.port });
+  const other = redisStore({ client: otherClient }).limiter(concurrency({ permitLimit: 1, queueLimit: 1 }), {
+    name,
+  });
+  const remote = other.acquire();
+  await new Promise((r) => setTimeout(r, 100));
+  next.release();
+  assert.ok((await remote).granted);
+  (await remote).release();
+  otherClient.disconnect();
+});
+
+test('a concurrency lease whose holder died expires after leaseTtlMs', async () => {
+  const name = uniqueName();
+  const deadClient = new Redis({ port: server.port });
+  const dying = redisStore({ client: deadClient, leaseTtlMs: 300, onUnavailable: 'fail-closed' });
+  const held = await dying.limiter(concurrency({ permitLimit: 1 }), { name }).tryAcquire();
+  assert.ok(held.granted);
+  deadClient.disconnect(); // never releases, never renews
+  const survivor = store.limiter(concurrency({ permitLimit: 1 }), { name });
+  assert.equal((await survivor.tryAcquire()).granted, false);
+  await new Promise((r) => setTimeout(r, 400));
+  const lease = await survivor.tryAcquire();
+  assert.ok(lease.granted, 'the dead holder’s permit is back');
+  lease.release();
+});
+
+test('a held lease is renewed while held, so a long holder keeps its permit', async () => {
+  const name = uniqueName();
+  const short = redisStore({ client, leaseTtlMs: 150 });
+  const limiter = short.limiter(concurrency({ permitLimit: 1 }), { name });
+  const held = await limiter.tryAcquire();
+  await new Promise((r) => setTimeout(r, 500));
+  assert.equal((await limiter.tryAcquire()).granted, false, 'still held after 3 TTLs');
+  held.release();
+  await new Promise((r) => setTimeout(r, 20));
+  assert.ok((await limiter.tryAcquire()).granted);
+});

@@ -1,0 +1,75 @@
+/** Both clients, ioredis and node-redis: the same decisions, scripts reloaded after SCRIPT FLUSH, chains. */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { fixedWindow, tokenBucket } from '../../src/index.ts';
+import { redisStore } from '../../src/redis/index.ts';
+import { RedisServer } from '../support/redis-server.ts';
+import { clients } from './clients.ts';
+import { uniqueName } from './twin.ts';
+
+let server: RedisServer;
+before(async () => {
+  server = await RedisServer.start();
+});
+after(() => server.stop());
+
+for (const [name, connect] of Object.entries(clients)) {
+  test(`${name}: decides, reloads its script after SCRIPT FLUSH, and runs chains in one call`, async () => {
+    const c = await connect(server.port);
+    const errors: Error[] = [];
+    const store = redisStore({ client: c.client, onError: (e) => errors.push(e), timeoutMs: 2000 });
+    const limiter = store.limiter(fixedWindow({ permitLimit: 2, window: 60_000 }), { name: uniqueName() });
+    assert.deepEqual(
+      (await Promise.all([1, 2, 3].map(() => limiter.tryAcquire()))).map((l) => l.granted),
+      [true, true, false],
+    );
+    await c.command('SCRIPT', 'FLUSH');
+    const after = await limiter.tryAcquire();
+    assert.equal(after.granted, false);
+    assert.equal(after.reason, 'limit', 'answered by Redis, not by onUnavailable');
+    assert.ok(after.retryAfterMs! > 59_000);
+    const bucket = store.limiter(tokenBucket({ tokenLimit: 3, tokensPerPeriod: 1, period: 60_000 }), {
+      name: uniqueName(),
+    });
+    const both = store.chain(
+      bucket,
+      store.limiter(fixedWindow({ permitLimit: 5, window: 60_000 }), { name: uniqueName() }),
+    );
+    assert.equal((await both.tryAcquire(3)).granted, true);
+    const rejected = await both.tryAcquire(1);
+    assert.equal(rejected.granted, false);
+    assert.equal(rejected.source, bucket);
+    assert.equal((await both.statistics()).available, 0);
+    assert.deepEqual(errors, []);
+    assert.equal(store.unavailable, 0);
+    await c.close();
+  });
+}
+
+test('bad options are TypeErrors naming the option and the value', () => {
+  assert.throws(() => redisStore({ client: {} as never }), /client must be an ioredis client .*evalsha/);
+  assert.throws(() => redisStore(null as never), /options must be an object; got null/);
+  const client = { evalsha() {}, eval() {} } as never;
+  assert.throws(() => redisStore({ client, timeoutMs: -1 }), /timeoutMs must be a positive duration.*got -1/);
+  assert.throws(
+    () => redisStore({ client, onUnavailable: 'open' as never }),
+    /onUnavailable must be .*got "open"/,
+  );
+  assert.throws(
+    () => redisStore({ client, prefix: 'a{b}' }),
+    /prefix must be a string without braces; got "a\{b\}"/,
+  );
+  const store = redisStore({ client });
+  assert.throws(() => store.limiter(fixedWindow({ permitLimit: 1, window: 1 }), {} as never), /name must be/);
+  assert.throws(() => store.limiter({} as never, { name: 'x' }), /store.limiter must be a limiter/);
+  assert.throws(
+    () =>
+      store.partitioned({
+        name: 'p',
+        key: 'ip' as never,
+        limiter: fixedWindow({ permitLimit: 1, window: 1 }),
+      }),
+    /key must be a function/,
+  );
+  assert.throws(() => store.chain(), /needs at least one limiter/);
+});
