@@ -77,6 +77,22 @@ function dropLateSends(reply: FastifyReply): void {
   };
 }
 
+// `request.routeOptions` builds a fresh object on every read; the route's config object itself sits under
+// Fastify's context symbol. Found once by its description, with the public getter as the fallback.
+let kRouteContext: symbol | null | undefined;
+
+function routeConfig(request: FastifyRequest): TimedConfig {
+  if (kRouteContext === undefined) {
+    kRouteContext =
+      Object.getOwnPropertySymbols(request).find((s) => s.description === 'fastify.context') ?? null;
+  }
+  const context =
+    kRouteContext === null
+      ? undefined
+      : (request as unknown as Record<symbol, { config?: unknown }>)[kRouteContext];
+  return (context?.config ?? request.routeOptions.config) as TimedConfig;
+}
+
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }
@@ -146,7 +162,7 @@ export function requestTimeouts(
     request.requestTimeout = context;
     attachRequestTimeout(request.raw, context);
     watchResponse(reply.raw, context);
-    const config = request.routeOptions.config as TimedConfig;
+    const config = routeConfig(request);
     let setting = config[kSetting];
     // A route added before this plugin was not seen by onRoute: validate its setting now, once.
     if (setting === undefined && config.timeout !== undefined) {

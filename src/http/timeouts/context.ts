@@ -57,7 +57,9 @@ export class RequestTimeoutContext implements RequestTimeout, DeadlineEntry {
   doneByPromise = false;
   /** Whether the handler was still running when floodgate answered. */
   overran = false;
-  /** `performance.now()` when the handler finished, or -1. */
+  /** Whether the handler finished. */
+  done = false;
+  /** `performance.now()` when an overrunning handler finished (only measured then: the clock is not free). */
   doneAt = -1;
   state: number = State.Running;
 
@@ -110,7 +112,7 @@ export class RequestTimeoutContext implements RequestTimeout, DeadlineEntry {
   }
 
   onHandlerDone(callback: () => void): void {
-    if (this.doneAt >= 0) callback();
+    if (this.done) callback();
     else if (this.#onDone === undefined) this.#onDone = [callback];
     else this.#onDone.push(callback);
   }
@@ -170,9 +172,12 @@ export class RequestTimeoutContext implements RequestTimeout, DeadlineEntry {
 
   /** The handler finished (adapters). Idempotent. */
   handlerDone(): void {
-    if (this.doneAt >= 0) return;
-    this.doneAt = performance.now();
-    if (this.state === State.TimedOut && this.overran) this.engine.reportOverrun(this);
+    if (this.done) return;
+    this.done = true;
+    if (this.state === State.TimedOut && this.overran) {
+      this.doneAt = performance.now();
+      this.engine.reportOverrun(this);
+    }
     const callbacks = this.#onDone;
     this.#onDone = undefined;
     if (callbacks) for (const callback of callbacks) callback();

@@ -83,7 +83,7 @@ export class RequestTimeouts {
     if (!context.expired) return;
     const policy = context.current!;
     const result = context.adapter.expire(context);
-    const overran = result !== 'handler' && context.doneAt < 0;
+    const overran = result !== 'handler' && !context.done;
     if (result === 'handler') context.markFinished();
     else context.markTimedOut(overran);
     const metrics = telemetry();

@@ -1,0 +1,243 @@
+/**
+ * Overhead of the request-timeouts middleware on requests that finish in time.
+ *
+ *   npm run bench:timeouts                       # all frameworks, 5 rounds of 5 s
+ *   ROUNDS=3 DURATION=4 CONNECTIONS=50 FRAMEWORKS=express,hono npm run bench:timeouts
+ *
+ * Each server runs in its own child process on a free loopback port, so that autocannon (in this process)
+ * and the server do not share a core. Contenders run in alternation, round after round, and the medians of
+ * requests/s are compared to the bare framework. A micro-benchmark of the deadline bookkeeping itself (the
+ * shared deadline list against a `setTimeout` per request) comes first.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import type { MiddlewareHandler } from 'hono';
+
+// Neither package ships types; these are the parts used here.
+const require = createRequire(import.meta.url);
+const autocannon = require('autocannon') as (options: {
+  url: string;
+  connections: number;
+  duration: number;
+  pipelining: number;
+}) => Promise<{ requests: { average: number }; non2xx: number; errors: number }>;
+const connectTimeout = require('connect-timeout') as (time: string) => unknown;
+
+const TIMEOUT_MS = 10_000;
+
+type Variant = { framework: string; name: string; start: () => Promise<http.Server> };
+
+function listen(server: http.Server): Promise<http.Server> {
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+async function variants(): Promise<Variant[]> {
+  const express = (await import('express')).default;
+  const { Hono } = await import('hono');
+  const { timeout: honoTimeout } = await import('hono/timeout');
+  const { createAdaptorServer } = await import('@hono/node-server');
+  const Fastify = (await import('fastify')).default;
+  const floodgateNode = await import('../src/adapters/node/index.ts');
+  const floodgateExpress = await import('../src/adapters/express/index.ts');
+  const floodgateHono = await import('../src/adapters/hono/index.ts');
+  const floodgateFastify = await import('../src/adapters/fastify/index.ts');
+
+  const nodeHandler = (_req: http.IncomingMessage, res: http.ServerResponse) => {
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.end('ok');
+  };
+  const expressApp = (middleware?: (req: never, res: never, next: () => void) => void) => {
+    const app = express();
+    if (middleware) app.use(middleware as never);
+    app.get('/', (_req, res) => {
+      res.send('ok');
+    });
+    return http.createServer(app);
+  };
+  const honoApp = (middleware?: MiddlewareHandler) => {
+    const app = new Hono();
+    if (middleware) app.use(middleware);
+    app.get('/', (c) => c.text('ok'));
+    return createAdaptorServer({ fetch: app.fetch }) as http.Server;
+  };
+  const fastifyApp = async (withTimeouts: boolean) => {
+    const app = Fastify();
+    if (withTimeouts) await app.register(floodgateFastify.requestTimeouts, { default: TIMEOUT_MS });
+    app.get('/', async () => 'ok');
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    return app.server;
+  };
+
+  return [
+    { framework: 'node', name: 'bare', start: () => listen(http.createServer(nodeHandler)) },
+    {
+      framework: 'node',
+      name: 'floodgate',
+      start: () =>
+        listen(http.createServer(floodgateNode.requestTimeouts({ default: TIMEOUT_MS })(nodeHandler))),
+    },
+    { framework: 'express', name: 'bare', start: () => listen(expressApp()) },
+    {
+      framework: 'express',
+      name: 'floodgate',
+      start: () => listen(expressApp(floodgateExpress.requestTimeouts({ default: TIMEOUT_MS }) as never)),
+    },
+    {
+      framework: 'express',
+      name: 'connect-timeout',
+      start: () => listen(expressApp(connectTimeout('10s') as never)),
+    },
+    { framework: 'fastify', name: 'bare', start: () => fastifyApp(false) },
+    { framework: 'fastify', name: 'floodgate', start: () => fastifyApp(true) },
+    { framework: 'hono', name: 'bare', start: () => listen(honoApp()) },
+    {
+      framework: 'hono',
+      name: 'floodgate',
+      start: () => listen(honoApp(floodgateHono.requestTimeouts({ default: TIMEOUT_MS }))),
+    },
+    { framework: 'hono', name: 'hono/timeout', start: () => listen(honoApp(honoTimeout(TIMEOUT_MS))) },
+  ];
+}
+
+// ---- child: serve one variant and report its port ----
+if (process.argv[2] === '--serve') {
+  const [framework, name] = process.argv.slice(3);
+  const variant = (await variants()).find((v) => v.framework === framework && v.name === name)!;
+  const server = await variant.start();
+  process.send!({ port: (server.address() as AddressInfo).port });
+} else {
+  await main();
+}
+
+async function main(): Promise<void> {
+  const rounds = Number(process.env.ROUNDS ?? 5);
+  const duration = Number(process.env.DURATION ?? 5);
+  const connections = Number(process.env.CONNECTIONS ?? 50);
+  const frameworks = (process.env.FRAMEWORKS ?? 'node,express,fastify,hono').split(',');
+
+  await micro();
+
+  const chosen = (await variants()).filter((v) => frameworks.includes(v.framework));
+  const children: ChildProcess[] = [];
+  const ports = new Map<Variant, number>();
+  try {
+    for (const v of chosen) {
+      const child = fork(fileURLToPath(import.meta.url), ['--serve', v.framework, v.name], {
+        execArgv: ['--import', 'tsx'],
+        stdio: 'inherit',
+      });
+      children.push(child);
+      ports.set(
+        v,
+        await new Promise<number>((resolve) =>
+          child.once('message', (m: { port: number }) => resolve(m.port)),
+        ),
+      );
+    }
+    const samples = new Map<Variant, number[]>(chosen.map((v) => [v, []]));
+    for (const v of chosen) await load(ports.get(v)!, 1, connections); // warm-up
+    for (let round = 0; round < rounds; round++) {
+      // Rotate the order within each framework so that no contender always runs first.
+      for (const framework of frameworks) {
+        const group = chosen.filter((v) => v.framework === framework);
+        for (let i = 0; i < group.length; i++) {
+          const v = group[(i + round) % group.length];
+          samples.get(v)!.push(await load(ports.get(v)!, duration, connections));
+        }
+      }
+      process.stderr.write(`round ${round + 1}/${rounds} done\n`);
+    }
+    console.log(
+      `\nrequests/s, median of ${rounds} alternating rounds of ${duration} s, ${connections} connections, ` +
+        `Node ${process.version}, ${(await import('node:os')).cpus().length} CPUs`,
+    );
+    for (const framework of frameworks) {
+      const group = chosen.filter((v) => v.framework === framework);
+      const bare = median(samples.get(group.find((v) => v.name === 'bare')!)!);
+      for (const v of group) {
+        const m = median(samples.get(v)!);
+        console.log(
+          `${framework.padEnd(8)} ${v.name.padEnd(16)} ${m.toFixed(0).padStart(7)} req/s  ${((100 * m) / bare).toFixed(1).padStart(5)} % of bare`,
+        );
+      }
+    }
+  } finally {
+    for (const child of children) child.kill();
+  }
+}
+
+async function load(port: number, duration: number, connections: number): Promise<number> {
+  const result = await autocannon({ url: `http://127.0.0.1:${port}/`, connections, duration, pipelining: 1 });
+  if (result.non2xx > 0 || result.errors > 0)
+    throw new Error(`port ${port}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  return result.requests.average;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+// ---- the deadline bookkeeping alone: what replacing a timer per request saves ----
+async function micro(): Promise<void> {
+  const { requestTimeouts } = await import('../src/http/index.ts');
+  const engine = requestTimeouts({ default: TIMEOUT_MS });
+  const adapter = {
+    expire: () => 'answered' as const,
+    describe: () => ({ route: undefined, method: undefined }),
+  };
+  const n = 200_000;
+  const contenders: Array<[string, () => void]> = [
+    [
+      'shared deadline list (start + finish)',
+      () => {
+        for (let i = 0; i < n; i++) engine.start(adapter, undefined).responseClosed(true);
+      },
+    ],
+    [
+      'setTimeout + clearTimeout per request',
+      () => {
+        for (let i = 0; i < n; i++) clearTimeout(setTimeout(noop, TIMEOUT_MS));
+      },
+    ],
+    [
+      'setTimeout + clearTimeout, 1000 in flight',
+      () => {
+        const ring: NodeJS.Timeout[] = [];
+        for (let i = 0; i < n; i++) {
+          ring.push(setTimeout(noop, TIMEOUT_MS));
+          if (ring.length > 1000) clearTimeout(ring.shift());
+        }
+        for (const t of ring) clearTimeout(t);
+      },
+    ],
+    [
+      'shared deadline list, 1000 in flight',
+      () => {
+        const ring: Array<{ responseClosed(complete: boolean): void }> = [];
+        for (let i = 0; i < n; i++) {
+          ring.push(engine.start(adapter, undefined));
+          if (ring.length > 1000) ring.shift()!.responseClosed(true);
+        }
+        for (const c of ring) c.responseClosed(true);
+      },
+    ],
+  ];
+  const samples = new Map(contenders.map(([name]) => [name, [] as number[]]));
+  for (const [, run] of contenders) run(); // warm-up
+  for (let round = 0; round < 7; round++) {
+    for (const [name, run] of contenders) {
+      const start = process.hrtime.bigint();
+      run();
+      samples.get(name)!.push(Number(process.hrtime.bigint() - start) / n);
+    }
+  }
+  console.log('deadline bookkeeping per request (ns, median of 7 rounds):');
+  for (const [name] of contenders)
+    console.log(`  ${name.padEnd(44)} ${median(samples.get(name)!).toFixed(0)} ns`);
+}
+
+function noop(): void {}
