@@ -23,7 +23,7 @@ const autocannon = require('autocannon') as (options: {
   connections: number;
   duration: number;
   pipelining: number;
-}) => Promise<{ requests: { average: number }; non2xx: number; errors: number }>;
+}) => Promise<{ requests: { average: number; total: number }; non2xx: number; errors: number }>;
 const connectTimeout = require('connect-timeout') as (time: string) => unknown;
 
 const TIMEOUT_MS = 10_000;
@@ -107,6 +107,12 @@ if (process.argv[2] === '--serve') {
   const [framework, name] = process.argv.slice(3);
   const variant = (await variants()).find((v) => v.framework === framework && v.name === name)!;
   const server = await variant.start();
+  // CPU time spent by this server, asked for before and after each run: on a shared machine it is a steadier
+  // measure of cost per request than requests/s.
+  process.on('message', () => {
+    const { user, system } = process.cpuUsage();
+    process.send!({ cpu: user + system });
+  });
   process.send!({ port: (server.address() as AddressInfo).port });
 } else {
   await main();
@@ -138,6 +144,8 @@ async function main(): Promise<void> {
       );
     }
     const samples = new Map<Variant, number[]>(chosen.map((v) => [v, []]));
+    const cpu = new Map<Variant, number[]>(chosen.map((v) => [v, []]));
+    const childOf = new Map(chosen.map((v, i) => [v, children[i]]));
     for (const v of chosen) await load(ports.get(v)!, 1, connections); // warm-up
     for (let round = 0; round < rounds; round++) {
       // Rotate the order within each framework so that no contender always runs first.
@@ -145,7 +153,11 @@ async function main(): Promise<void> {
         const group = chosen.filter((v) => v.framework === framework);
         for (let i = 0; i < group.length; i++) {
           const v = group[(i + round) % group.length];
-          samples.get(v)!.push(await load(ports.get(v)!, duration, connections));
+          const child = childOf.get(v)!;
+          const before = await cpuOf(child);
+          const result = await load(ports.get(v)!, duration, connections);
+          samples.get(v)!.push(result.perSecond);
+          cpu.get(v)!.push(((await cpuOf(child)) - before) / result.total);
         }
       }
       process.stderr.write(`round ${round + 1}/${rounds} done\n`);
@@ -154,13 +166,18 @@ async function main(): Promise<void> {
       `\nrequests/s, median of ${rounds} alternating rounds of ${duration} s, ${connections} connections, ` +
         `Node ${process.version}, ${(await import('node:os')).cpus().length} CPUs`,
     );
+    console.log('framework contender            req/s   % of bare   server CPU µs/req   % of bare cost');
     for (const framework of frameworks) {
       const group = chosen.filter((v) => v.framework === framework);
-      const bare = median(samples.get(group.find((v) => v.name === 'bare')!)!);
+      const bareVariant = group.find((v) => v.name === 'bare')!;
+      const bare = median(samples.get(bareVariant)!);
+      const bareCpu = median(cpu.get(bareVariant)!);
       for (const v of group) {
         const m = median(samples.get(v)!);
+        const c = median(cpu.get(v)!);
         console.log(
-          `${framework.padEnd(8)} ${v.name.padEnd(16)} ${m.toFixed(0).padStart(7)} req/s  ${((100 * m) / bare).toFixed(1).padStart(5)} % of bare`,
+          `${framework.padEnd(9)} ${v.name.padEnd(16)} ${m.toFixed(0).padStart(8)} ${((100 * m) / bare).toFixed(1).padStart(9)} %` +
+            ` ${c.toFixed(1).padStart(13)} µs ${((100 * bareCpu) / c).toFixed(1).padStart(13)} %`,
         );
       }
     }
@@ -169,11 +186,22 @@ async function main(): Promise<void> {
   }
 }
 
-async function load(port: number, duration: number, connections: number): Promise<number> {
+async function load(
+  port: number,
+  duration: number,
+  connections: number,
+): Promise<{ perSecond: number; total: number }> {
   const result = await autocannon({ url: `http://127.0.0.1:${port}/`, connections, duration, pipelining: 1 });
   if (result.non2xx > 0 || result.errors > 0)
     throw new Error(`port ${port}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-  return result.requests.average;
+  return { perSecond: result.requests.average, total: result.requests.total };
+}
+
+function cpuOf(child: ChildProcess): Promise<number> {
+  return new Promise((resolve) => {
+    child.once('message', (m: { cpu: number }) => resolve(m.cpu));
+    child.send('cpu');
+  });
 }
 
 function median(values: number[]): number {
@@ -190,32 +218,34 @@ async function micro(): Promise<void> {
     describe: () => ({ route: undefined, method: undefined }),
   };
   const n = 200_000;
+  // Both designs need the per-request context; they differ in how the deadline is kept.
+  const untimed = requestTimeouts();
   const contenders: Array<[string, () => void]> = [
     [
-      'shared deadline list (start + finish)',
+      'context alone (no deadline)',
+      () => {
+        for (let i = 0; i < n; i++) untimed.start(adapter, undefined).responseClosed(true);
+      },
+    ],
+    [
+      'context + shared deadline list',
       () => {
         for (let i = 0; i < n; i++) engine.start(adapter, undefined).responseClosed(true);
       },
     ],
     [
-      'setTimeout + clearTimeout per request',
+      'context + setTimeout per request',
       () => {
-        for (let i = 0; i < n; i++) clearTimeout(setTimeout(noop, TIMEOUT_MS));
-      },
-    ],
-    [
-      'setTimeout + clearTimeout, 1000 in flight',
-      () => {
-        const ring: NodeJS.Timeout[] = [];
         for (let i = 0; i < n; i++) {
-          ring.push(setTimeout(noop, TIMEOUT_MS));
-          if (ring.length > 1000) clearTimeout(ring.shift());
+          const context = untimed.start(adapter, undefined);
+          const timer = setTimeout(noop, TIMEOUT_MS);
+          context.responseClosed(true);
+          clearTimeout(timer);
         }
-        for (const t of ring) clearTimeout(t);
       },
     ],
     [
-      'shared deadline list, 1000 in flight',
+      'context + shared list, 1000 in flight',
       () => {
         const ring: Array<{ responseClosed(complete: boolean): void }> = [];
         for (let i = 0; i < n; i++) {
@@ -223,6 +253,24 @@ async function micro(): Promise<void> {
           if (ring.length > 1000) ring.shift()!.responseClosed(true);
         }
         for (const c of ring) c.responseClosed(true);
+      },
+    ],
+    [
+      'context + setTimeout, 1000 in flight',
+      () => {
+        const ring: Array<[{ responseClosed(complete: boolean): void }, NodeJS.Timeout]> = [];
+        for (let i = 0; i < n; i++) {
+          ring.push([untimed.start(adapter, undefined), setTimeout(noop, TIMEOUT_MS)]);
+          if (ring.length > 1000) {
+            const [context, timer] = ring.shift()!;
+            context.responseClosed(true);
+            clearTimeout(timer);
+          }
+        }
+        for (const [context, timer] of ring) {
+          context.responseClosed(true);
+          clearTimeout(timer);
+        }
       },
     ],
   ];
