@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { RateLimitedError, rateLimitedFetch } from '../../src/fetch/index.ts';
-import { concurrency, fixedWindow, partitioned, tokenBucket } from '../../src/index.ts';
+import { chain, concurrency, fixedWindow, partitioned, tokenBucket } from '../../src/index.ts';
 import { startServer, type TestServer } from './server.ts';
 
 let a: TestServer;
@@ -117,6 +117,17 @@ describe('partitions', () => {
     assert.equal(a.hits.length - startA, 1);
     assert.equal(b.hits.length - startB, 3);
   });
+});
+
+test('a chain: a per-origin budget under a global one, all-or-nothing', async () => {
+  const [startA, startB] = [a.hits.length, b.hits.length];
+  const perOrigin = partitioned<string>({ key: (origin) => origin, limiter: hourly(2) });
+  const global = hourly(3);
+  const api = rateLimitedFetch({ limiter: chain(perOrigin, global), onLimited: 'respond' });
+  for (const s of [a, a, a, b, b, b]) await (await api(s.url())).text();
+  assert.equal(a.hits.length - startA, 2, 'the third call to a is refused by its own budget');
+  assert.equal(b.hits.length - startB, 1, 'b gets what is left of the global budget');
+  assert.equal(global.statistics().available, 0);
 });
 
 describe('options are checked at construction', () => {
