@@ -7,7 +7,8 @@
  * Each server runs in its own child process on a free loopback port, so that autocannon (in this process)
  * and the server do not share a core. Contenders run in alternation, round after round, and the medians of
  * requests/s are compared to the bare framework. A micro-benchmark of the deadline bookkeeping itself (the
- * shared deadline list against a `setTimeout` per request) comes first.
+ * shared deadline list against a `setTimeout` per request) comes first. The `no-op` contenders show what any
+ * middleware (Express, Hono) or `onRequest` hook (Fastify) costs in that framework, before it does anything.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import http from 'node:http';
@@ -63,9 +64,10 @@ async function variants(): Promise<Variant[]> {
     app.get('/', (c) => c.text('ok'));
     return createAdaptorServer({ fetch: app.fetch }) as http.Server;
   };
-  const fastifyApp = async (withTimeouts: boolean) => {
+  const fastifyApp = async (extra: 'none' | 'floodgate' | 'no-op hook') => {
     const app = Fastify();
-    if (withTimeouts) await app.register(floodgateFastify.requestTimeouts, { default: TIMEOUT_MS });
+    if (extra === 'floodgate') await app.register(floodgateFastify.requestTimeouts, { default: TIMEOUT_MS });
+    if (extra === 'no-op hook') app.addHook('onRequest', (_request, _reply, done) => done());
     app.get('/', async () => 'ok');
     await app.listen({ port: 0, host: '127.0.0.1' });
     return app.server;
@@ -82,6 +84,11 @@ async function variants(): Promise<Variant[]> {
     { framework: 'express', name: 'bare', start: () => listen(expressApp()) },
     {
       framework: 'express',
+      name: 'no-op middleware',
+      start: () => listen(expressApp((_req, _res, next) => next())),
+    },
+    {
+      framework: 'express',
       name: 'floodgate',
       start: () => listen(expressApp(floodgateExpress.requestTimeouts({ default: TIMEOUT_MS }) as never)),
     },
@@ -90,9 +97,15 @@ async function variants(): Promise<Variant[]> {
       name: 'connect-timeout',
       start: () => listen(expressApp(connectTimeout('10s') as never)),
     },
-    { framework: 'fastify', name: 'bare', start: () => fastifyApp(false) },
-    { framework: 'fastify', name: 'floodgate', start: () => fastifyApp(true) },
+    { framework: 'fastify', name: 'bare', start: () => fastifyApp('none') },
+    { framework: 'fastify', name: 'no-op hook', start: () => fastifyApp('no-op hook') },
+    { framework: 'fastify', name: 'floodgate', start: () => fastifyApp('floodgate') },
     { framework: 'hono', name: 'bare', start: () => listen(honoApp()) },
+    {
+      framework: 'hono',
+      name: 'no-op middleware',
+      start: () => listen(honoApp((_c, next) => next())),
+    },
     {
       framework: 'hono',
       name: 'floodgate',
@@ -176,7 +189,7 @@ async function main(): Promise<void> {
         const m = median(samples.get(v)!);
         const c = median(cpu.get(v)!);
         console.log(
-          `${framework.padEnd(9)} ${v.name.padEnd(16)} ${m.toFixed(0).padStart(8)} ${((100 * m) / bare).toFixed(1).padStart(9)} %` +
+          `${framework.padEnd(9)} ${v.name.padEnd(17)} ${m.toFixed(0).padStart(8)} ${((100 * m) / bare).toFixed(1).padStart(9)} %` +
             ` ${c.toFixed(1).padStart(13)} µs ${((100 * bareCpu) / c).toFixed(1).padStart(13)} %`,
         );
       }

@@ -34,25 +34,46 @@ export interface HonoTimeouts extends MiddlewareHandler {
 
 /** What the adapter keeps per request. */
 class HonoRequest {
-  /** Resolves the middleware's wait at the deadline; `undefined` once the route has settled. */
-  wake: ((value: typeof TIMED_OUT) => void) | undefined;
+  /** Settles the middleware; `undefined` once it has (route done, or answered at the deadline). */
+  resolve: (() => void) | undefined;
+  reject: ((error: unknown) => void) | undefined;
+  context!: RequestTimeoutContext;
+
   constructor(
     readonly c: Context,
     /** The node response under `@hono/node-server`, which lets a started body be cut at the deadline. */
     readonly outgoing: ServerResponse | undefined,
   ) {}
-}
 
-const TIMED_OUT = Symbol('timed out');
+  /** The route settled: the handler is done, and unless the deadline answered first, its result stands. */
+  settled(error: unknown, failed: boolean): void {
+    this.context.handlerDone();
+    const { resolve, reject } = this;
+    if (resolve === undefined) return;
+    this.resolve = this.reject = undefined;
+    // No node response to watch for the end of the body: the request ends with the route.
+    if (this.outgoing === undefined) this.context.responseClosed(true);
+    if (failed) reject!(error);
+    else resolve();
+  }
+
+  /** The deadline passed with the route still running: answer now. Returns false if the route had settled. */
+  answer(): boolean {
+    const resolve = this.resolve;
+    if (resolve === undefined) return false;
+    this.resolve = this.reject = undefined;
+    // The route keeps running; what it returns later is ignored by Hono, since the context is finalized.
+    this.c.res = policyResponse(this.context.current!);
+    resolve();
+    return true;
+  }
+}
 
 const adapter: TimeoutAdapter = {
   expire: (context) => {
     const state = context.target as HonoRequest;
-    if (state.wake !== undefined) {
-      // The route is still running, so nothing was sent: the middleware answers when woken.
-      state.wake(TIMED_OUT);
-      return 'answered';
-    }
+    // The route still running means nothing was sent: answer with the policy.
+    if (state.answer()) return 'answered';
     const out = state.outgoing;
     if (out?.headersSent && !out.writableEnded && !out.destroyed) {
       // The route returned a streaming body that is still being written: close the connection.
@@ -91,40 +112,26 @@ function nodeOutgoing(c: Context): ServerResponse | undefined {
 export function requestTimeouts(options?: RequestTimeoutsOptions): HonoTimeouts {
   const engine = new RequestTimeouts(options);
 
-  const middleware: MiddlewareHandler = async (c, next) => {
+  // Not an async function: one promise per request, settled by the route or by the deadline, whichever is first.
+  const middleware: MiddlewareHandler = (c, next) => {
     if ((requestTimeoutOf(c) as RequestTimeoutContext | undefined)?.engine === engine) return next();
     const outgoing = nodeOutgoing(c);
     const state = new HonoRequest(c, outgoing);
     const context = engine.start(adapter, state);
+    state.context = context;
     context.doneByPromise = true;
     attachRequestTimeout(c, context);
     c.set('requestTimeout', context);
     if (outgoing !== undefined) watchResponse(outgoing, context);
     else linkClientSignal(c, context);
-
-    const route = next();
-    const outcome = await new Promise<unknown>((resolve, reject) => {
-      state.wake = resolve;
-      route.then(
-        () => {
-          state.wake = undefined;
-          context.handlerDone();
-          resolve(undefined);
-        },
-        (error: unknown) => {
-          state.wake = undefined;
-          context.handlerDone();
-          reject(error);
-        },
+    return new Promise<void>((resolve, reject) => {
+      state.resolve = resolve;
+      state.reject = reject;
+      next().then(
+        () => state.settled(undefined, false),
+        (error: unknown) => state.settled(error, true),
       );
     });
-    if (outcome === TIMED_OUT) {
-      // The route keeps running; whatever it returns later is ignored by Hono, since the context is finalized.
-      c.res = policyResponse(context.current!);
-    } else if (outgoing === undefined) {
-      // No node response to watch for the end of the body: the request ends with the route.
-      context.responseClosed(true);
-    }
   };
 
   const route = (value: RouteTimeout): MiddlewareHandler => {
