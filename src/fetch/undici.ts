@@ -22,7 +22,8 @@ export interface RateLimitInterceptor extends Dispatcher.DispatcherComposeInterc
 }
 
 /**
- * The behaviour of {@link rateLimitedFetch} as an undici (6 or 7) dispatcher interceptor, for code that uses
+ * The behaviour of {@link rateLimitedFetch} as an undici 7 dispatcher interceptor (the `onRequestStart` /
+ * `onResponseStart` handler API; undici 6 handlers are not supported), for code that uses
  * undici directly: `new Agent().compose(rateLimitInterceptor({ limiter }))`. Waits end when the dispatch
  * options' `signal` aborts (undici's `request()` passes its `signal` there). A concurrency permit is held until
  * the response ends or fails. With `onLimited: 'respond'` the handler receives a local 429; with `'throw'`, an

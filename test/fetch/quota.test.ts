@@ -21,6 +21,8 @@ describe('the local quota holds, counted on the server', () => {
   test("'respond': only the allowed calls reach the server; the rest get a local 429", async () => {
     const start = a.hits.length;
     const api = rateLimitedFetch({ limiter: hourly(3), onLimited: 'respond' });
+    const asFetch: typeof fetch = api; // the signature of fetch, checked by tsc
+    assert.equal(asFetch, api);
     const responses = await Promise.all(Array.from({ length: 10 }, (_, i) => api(a.url(`/r${i}`))));
     assert.equal(a.hits.length - start, 3);
     const local = responses.filter((r) => r.status === 429);
