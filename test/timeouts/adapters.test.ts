@@ -79,6 +79,13 @@ function routes(records: Map<string, Record>): RouteDef[] {
       },
     },
     {
+      path: '/rethrows',
+      handler: async (io) => {
+        await sleep(5000, undefined, { signal: io.timeout.signal });
+        io.send(200, 'never sent');
+      },
+    },
+    {
       path: '/listener-answers',
       handler: async (io) => {
         io.timeout.signal.addEventListener('abort', () => io.send(503, 'answered by listener'));
@@ -272,6 +279,16 @@ for (const adapter of ADAPTERS) {
       await sleep(50);
       assert.equal(records.get('/signal')!.reason, 'TimeoutError');
       await nextIsClean('/signal');
+    });
+
+    test('a handler that rethrows its abort gets the policy answer, and nothing is logged', async () => {
+      const answer = await get(client, '/rethrows');
+      assert.equal(answer.status, 504);
+      assert.equal(answer.body, 'default timeout');
+      near(answer.ms, 300);
+      await sleep(50);
+      assert.deepEqual(served.errors, []);
+      await nextIsClean('/rethrows');
     });
 
     test("an 'abort' listener that answers at the deadline is not overridden", async () => {

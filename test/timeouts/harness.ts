@@ -134,7 +134,7 @@ async function serveExpress(
         );
       });
     }
-    chain.push((req, res) => {
+    chain.push((req, res, next) => {
       const timeout = requestTimeoutOf(req)!;
       const io: Io = {
         timeout,
@@ -154,7 +154,8 @@ async function serveExpress(
         write: (chunk) => guard(errors, () => res.write(chunk)),
         end: () => guard(errors, () => res.end()),
       };
-      Promise.resolve(r.handler(io)).catch((error) => errors.push(error));
+      // A rejection goes where Express sends errors (Express 4 would not catch it on its own).
+      Promise.resolve(r.handler(io)).catch(next);
     });
     app.get(r.path, ...chain);
   }
@@ -229,7 +230,8 @@ async function serveHono(options: RequestTimeoutsOptions, routes: RouteDef[]): P
   const timeouts = honoTimeouts(options);
   app.use(timeouts);
   app.onError((error, c) => {
-    errors.push(error);
+    // As the docs advise: a handler's own abort after its deadline is expected, its answer discarded anyway.
+    if (!requestTimeoutOf(c)?.timedOut) errors.push(error);
     return c.text('error', 500);
   });
   for (const r of routes) {
@@ -249,7 +251,7 @@ async function serveHono(options: RequestTimeoutsOptions, routes: RouteDef[]): P
     }
     const route = app.get.bind(app) as unknown as (path: string, ...handlers: MiddlewareHandler[]) => void;
     route(r.path, ...chain, (c) => {
-      return new Promise<Response>((resolve) => {
+      return new Promise<Response>((resolve, reject) => {
         const encoder = new TextEncoder();
         let writer: WritableStreamDefaultWriter<Uint8Array> | undefined;
         const io: Io = {
@@ -265,7 +267,7 @@ async function serveHono(options: RequestTimeoutsOptions, routes: RouteDef[]): P
           write: (chunk) => guard(errors, () => void writer!.write(encoder.encode(chunk)).catch(() => {})),
           end: () => guard(errors, () => void writer!.close().catch(() => {})),
         };
-        Promise.resolve(r.handler(io)).catch((error) => errors.push(error));
+        Promise.resolve(r.handler(io)).catch(reject);
       });
     });
   }
