@@ -1,0 +1,9 @@
+import type { Tour } from './kit.ts';
+
+export { type Answer, fields, got, line, say, sent, sequence, why } from './kit.ts';
+
+/** One lesson of the tour. */
+export interface Chapter {
+  title: string;
+  run(tour: Tour): Promise<void>;
+}

@@ -1,0 +1,65 @@
+import { bold, clearProgress, dim, magenta, print, setProgress } from '../ui.ts';
+import { defaults } from './01-defaults.ts';
+import { retryAfter } from './02-retry-after.ts';
+import { boundary } from './03-boundary.ts';
+import { bursts } from './04-token-bucket.ts';
+import { concurrencyLimits } from './05-concurrency.ts';
+import { policies } from './06-policies.ts';
+import { randomKeys } from './07-random-keys.ts';
+import { proxies } from './08-proxies.ts';
+import type { Chapter } from './chapter.ts';
+import { Tour } from './kit.ts';
+
+/** The chapters, in teaching order. */
+export const chapters: readonly Chapter[] = [
+  defaults,
+  retryAfter,
+  boundary,
+  bursts,
+  concurrencyLimits,
+  policies,
+  randomKeys,
+  proxies,
+];
+
+/**
+ * `floodgate tour`: replays the classic rate-limiting experiments against local servers (node:http, in-memory
+ * store, free ports) with real HTTP requests, and explains each result. `only` picks chapters by number.
+ */
+export async function runTour(only?: readonly number[]): Promise<void> {
+  const tour = new Tour();
+  const started = performance.now();
+  const selected = chapters
+    .map((c, i) => [i + 1, c] as const)
+    .filter(([n]) => only === undefined || only.includes(n));
+  print(bold('floodgate tour'));
+  print(
+    dim(
+      `Local servers on free ports, the in-memory store, real HTTP requests. ${selected.length} experiment${selected.length === 1 ? '' : 's'}, well under a minute.`,
+    ),
+  );
+  try {
+    for (const [n, chapter] of selected) {
+      setProgress(
+        `  [${'■'.repeat(n - 1)}${'□'.repeat(chapters.length - n + 1)}] ${n}/${chapters.length} ${chapter.title} · ${tour.requests} requests so far`,
+      );
+      print();
+      print(`${magenta(`${n}/${chapters.length}`)}  ${bold(chapter.title)}`);
+      try {
+        await chapter.run(tour);
+      } finally {
+        await tour.close();
+      }
+    }
+  } finally {
+    clearProgress();
+    tour.destroy();
+  }
+  const seconds = ((performance.now() - started) / 1000).toFixed(1);
+  print();
+  print(
+    dim(
+      `${tour.requests} requests in ${seconds} s. Next: docs/rate-limiting.md, or \`floodgate burst <url>\`.`,
+    ),
+  );
+}

@@ -1,0 +1,184 @@
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { rateLimiting } from '../../adapters/node/rate-limiting.ts';
+import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
+import { bold, cyan, dim, print, status, wrap } from '../ui.ts';
+
+/**
+ * What every chapter of the tour uses: a clock the tour can move forward (so time-based lessons need no
+ * waiting), a local server on a free port, a client that sends real HTTP requests, and the narration.
+ */
+
+/** Monotonic time that the tour can jump ahead: `performance.now()` plus the jumps so far. */
+export class TourClock {
+  #offset = 0;
+  now(): number {
+    return performance.now() + this.#offset;
+  }
+  /** Moves time forward by `ms` without waiting. */
+  jump(ms: number): void {
+    this.#offset += ms;
+  }
+}
+
+/** One answer as the tour reports it. */
+export interface Answer {
+  index: number;
+  status: number;
+  /** Milliseconds from sending to the end of the response. */
+  ms: number;
+  /** Milliseconds from the start of the batch to the end of this response. */
+  at: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface Send {
+  path: string;
+  count?: number;
+  /** Send all at once (default) or one after another. */
+  parallel?: boolean;
+  /** Headers of request `i`. */
+  headers?: (i: number) => Record<string, string>;
+}
+
+/** A handler that answers 200 after `?ms=` milliseconds (default at once). */
+function handler(req: IncomingMessage, res: ServerResponse): void {
+  const q = req.url?.indexOf('?') ?? -1;
+  const ms = q < 0 ? 0 : Number(new URLSearchParams(req.url!.slice(q)).get('ms') ?? 0);
+  const reply = () => {
+    res.setHeader('content-type', 'text/plain');
+    res.end('ok\n');
+  };
+  if (ms > 0) setTimeout(reply, ms);
+  else reply();
+}
+
+export class Tour {
+  readonly clock = new TourClock();
+  requests = 0;
+  #servers: http.Server[] = [];
+  readonly #agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
+  /** Starts a local server with floodgate's node adapter; `routes` maps a path to its setting. */
+  async serve(
+    options: RateLimitingOptions<IncomingMessage, ServerResponse>,
+    routes: Record<string, RouteLimit<IncomingMessage, ServerResponse> | undefined>,
+  ): Promise<string> {
+    const limit = rateLimiting(options);
+    const table = new Map(Object.entries(routes).map(([path, setting]) => [path, limit(handler, setting)]));
+    const notFound = limit((_req: IncomingMessage, res: ServerResponse) => {
+      res.statusCode = 404;
+      res.end();
+    });
+    const server = http.createServer((req, res) => {
+      const path = (req.url ?? '/').split('?', 1)[0];
+      (table.get(path) ?? notFound)(req, res);
+    });
+    this.#servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  /** Sends real requests and collects the answers, in the order they were sent. */
+  async send(base: string, spec: Send): Promise<Answer[]> {
+    const count = spec.count ?? 1;
+    const start = performance.now();
+    const one = (i: number) =>
+      new Promise<Answer>((resolve, reject) => {
+        const sent = performance.now();
+        const req = http.get(
+          `${base}${spec.path}`,
+          { agent: this.#agent, headers: spec.headers?.(i) },
+          (res) => {
+            let body = '';
+            res.setEncoding('utf8');
+            res.on('data', (chunk: string) => {
+              body += chunk;
+            });
+            res.on('end', () => {
+              const now = performance.now();
+              const headers: Record<string, string> = {};
+              for (const [name, value] of Object.entries(res.headers)) headers[name] = String(value);
+              this.requests++;
+              resolve({
+                index: i,
+                status: res.statusCode ?? 0,
+                ms: now - sent,
+                at: now - start,
+                headers,
+                body,
+              });
+            });
+          },
+        );
+        req.on('error', reject);
+      });
+    if (spec.parallel === false) {
+      const answers: Answer[] = [];
+      for (let i = 0; i < count; i++) answers.push(await one(i));
+      return answers;
+    }
+    return Promise.all(Array.from({ length: count }, (_, i) => one(i)));
+  }
+
+  /** Closes this chapter's servers. */
+  async close(): Promise<void> {
+    for (const server of this.#servers.splice(0)) {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }
+
+  destroy(): void {
+    this.#agent.destroy();
+  }
+}
+
+// ---- narration -------------------------------------------------------------------------------------------
+
+const INDENT = '      ';
+
+/** A paragraph of explanation. */
+export function say(text: string): void {
+  print(wrap(text, INDENT));
+}
+
+/** What was sent. */
+export function sent(text: string): void {
+  print(`${INDENT}${cyan('sent')}  ${text}`);
+}
+
+/** What came back: status counts, and time if it matters. */
+export function got(answers: Answer[], label = 'got '): void {
+  const counts = new Map<number, number>();
+  for (const a of answers) counts.set(a.status, (counts.get(a.status) ?? 0) + 1);
+  const summary = [...counts].map(([code, n]) => `${n} × ${status(code)}`).join(', ');
+  print(
+    `${INDENT}${cyan(label)}  ${summary}  ${dim(`in ${Math.round(Math.max(...answers.map((a) => a.at)))} ms`)}`,
+  );
+}
+
+/** Statuses in order, compactly: 200 200 429 … */
+export function sequence(answers: Answer[]): string {
+  return answers.map((a) => status(a.status)).join(' ');
+}
+
+/** Shows chosen header fields of one answer. */
+export function fields(answer: Answer, names: string[], label = ''): void {
+  if (label !== '') print(`${INDENT}${dim(label)}`);
+  for (const name of names) {
+    const value = answer.headers[name.toLowerCase()];
+    print(`${INDENT}  ${bold(name)}: ${value === undefined ? dim('(absent)') : value}`);
+  }
+}
+
+/** The reason, after the facts. */
+export function why(text: string): void {
+  print(wrap(`${cyan('why')}   ${text}`, INDENT));
+}
+
+/** A plain line under the chapter. */
+export function line(text: string): void {
+  print(`${INDENT}${text}`);
+}
