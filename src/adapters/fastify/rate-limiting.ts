@@ -90,7 +90,7 @@ export function rateLimiting(
   });
 
   fastify.addHook('onRequest', (request, reply, next) => {
-    const config = request.routeOptions.config as LimitedConfig | undefined;
+    const config = routeConfig(request);
     let limits: RouteLimits;
     try {
       limits =
@@ -113,6 +113,22 @@ export function rateLimiting(
   });
 
   done();
+}
+
+// `request.routeOptions` builds a fresh object on every read; the route's config object itself sits under
+// Fastify's context symbol (as in the timeouts plugin). Found once by its description, with the getter as fallback.
+let kRouteContext: symbol | null | undefined;
+
+function routeConfig(request: FastifyRequest): LimitedConfig | undefined {
+  if (kRouteContext === undefined) {
+    kRouteContext =
+      Object.getOwnPropertySymbols(request).find((s) => s.description === 'fastify.context') ?? null;
+  }
+  const context =
+    kRouteContext === null
+      ? undefined
+      : (request as unknown as Record<symbol, { config?: unknown }>)[kRouteContext];
+  return (context?.config ?? request.routeOptions.config) as LimitedConfig | undefined;
 }
 
 function proceed(

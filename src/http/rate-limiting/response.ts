@@ -1,4 +1,3 @@
-import type { Algorithm } from '../../algorithms/algorithm.ts';
 import { ChainLease, type Lease } from '../../limiters/lease.ts';
 import { PartitionedLimiter } from '../../limiters/partitioned.ts';
 import {
@@ -8,6 +7,7 @@ import {
   retryAfterSeconds,
 } from '../ratelimit-headers.ts';
 import type { HttpRequest } from '../request.ts';
+import { policyItem } from './member-info.ts';
 import type { Member, ResolvedOptions } from './options.ts';
 import type { RouteLimits } from './route.ts';
 
@@ -18,10 +18,46 @@ export function limitHeaders(
   req: HttpRequest,
   lease: Lease,
 ): Array<[string, string]> {
-  if (options.headers.length === 0) return [];
-  return rateLimitHeaders(policyStates(route, req, lease), options.headers, {
-    partitionKeys: options.hasher,
-  });
+  const styles = options.headers;
+  if (styles.length === 0) return [];
+  // The default, on every admitted request: built directly from strings computed once per route.
+  if (lease.granted && styles.length === 1 && styles[0] === 'draft-10')
+    return draft10(route, req, lease, options);
+  return rateLimitHeaders(policyStates(route, req, lease), styles, { partitionKeys: options.hasher });
+}
+
+function draft10(
+  route: RouteLimits,
+  req: HttpRequest,
+  lease: Lease,
+  options: ResolvedOptions,
+): Array<[string, string]> {
+  const infos = route.infos;
+  const leases = lease instanceof ChainLease ? lease.members : undefined;
+  let policies = '';
+  let limits = '';
+  for (let i = 0; i < infos.length; i++) {
+    const info = infos[i];
+    const own = leases === undefined ? lease : leases[i];
+    const key = info.keyOf === undefined ? undefined : safeKey(info.keyOf, req);
+    const pk = key === undefined ? '' : `;pk=:${options.hasher(key)}:`;
+    const item = info.policyItem ?? policyItem(info.sfName, info.algorithmFor(key));
+    const reset = own.resetAfterMs;
+    const t = reset === undefined || !Number.isFinite(reset) ? '' : `;t=${integer(Math.ceil(reset / 1000))}`;
+    const separator = i === 0 ? '' : ', ';
+    policies += `${separator}${item}${pk}`;
+    limits += `${separator}${info.sfName};r=${integer(own.remaining)}${t}${pk}`;
+  }
+  return [
+    ['RateLimit-Policy', policies],
+    ['RateLimit', limits],
+  ];
+}
+
+/** A Structured Field integer: 0 to 15 digits. */
+function integer(value: number): number {
+  if (!(value > 0)) return 0;
+  return value >= 999_999_999_999_999 ? 999_999_999_999_999 : Math.floor(value);
 }
 
 /**
@@ -29,18 +65,19 @@ export function limitHeaders(
  * rejecting member's, so the others are read from their statistics (no reset time then).
  */
 export function policyStates(route: RouteLimits, req: HttpRequest, lease: Lease): PolicyState[] {
-  const { members, names } = route;
+  const { members, infos } = route;
   const states: PolicyState[] = new Array(members.length);
   const leases = lease instanceof ChainLease ? lease.members : [lease];
   const granted = lease.granted;
   for (let i = 0; i < members.length; i++) {
     const member = members[i];
-    const key = member instanceof PartitionedLimiter ? partitionKey(member, req) : undefined;
-    const algorithm = algorithmOf(member, key);
+    const info = infos[i];
+    const key = info.keyOf === undefined ? undefined : safeKey(info.keyOf, req);
+    const algorithm = info.algorithmFor(key);
     let own: Lease | undefined;
     if (granted) own = leases[i];
     else if (lease.source === member) own = leases[0];
-    const state: PolicyState = { name: names[i], limit: algorithm.limit, remaining: 0 };
+    const state: PolicyState = { name: info.name, limit: algorithm.limit, remaining: 0 };
     if (own !== undefined) {
       state.remaining = own.remaining;
       if (own.resetAfterMs !== undefined) state.resetAfterMs = own.resetAfterMs;
@@ -83,19 +120,11 @@ export function rejection(
   return { status: options.status, headers, body };
 }
 
-/** The partition key of `req` in `member`: the key its own key function gives. */
-export function partitionKey(member: PartitionedLimiter<unknown>, req: HttpRequest): string | undefined {
+// A key function that threw while deciding would have failed the request; here it only loses the `pk`.
+function safeKey(keyOf: (req: HttpRequest) => string, req: HttpRequest): string | undefined {
   try {
-    return (member['keyOf'] as (r: unknown) => string)(req);
+    return keyOf(req);
   } catch {
     return undefined;
   }
-}
-
-function algorithmOf(member: Member, key: string | undefined): Algorithm {
-  if (!(member instanceof PartitionedLimiter)) return member.algorithm;
-  const map = member['map'] as Map<string, number>;
-  const code = key === undefined ? undefined : map.get(key);
-  if (code !== undefined) return member.coreOf(code).algorithm;
-  return (member['specOf'] as (key: string) => { algorithm: Algorithm })(key ?? '').algorithm;
 }

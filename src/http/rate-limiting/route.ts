@@ -3,6 +3,7 @@ import { PartitionedLimiter } from '../../limiters/partitioned.ts';
 import { RateLimiter } from '../../limiters/rate-limiter.ts';
 import type { Attributes } from '../../telemetry.ts';
 import type { HttpRequest } from '../request.ts';
+import { MemberInfo } from './member-info.ts';
 import { GLOBAL, type Member, type OnRejected, type Policy } from './options.ts';
 
 /** The metric results of one decision (behaviour.md §4). */
@@ -32,6 +33,8 @@ export class RouteLimits {
   readonly members: readonly Member[];
   /** The header/metric name of each member. */
   readonly names: readonly string[];
+  /** What the headers need of each member. */
+  readonly infos: readonly MemberInfo[];
   /** How many of `members` belong to the global limiter. */
   readonly globalCount: number;
   /** Whether any member may hold a request in a queue (then `acquire` is used, else `tryAcquire`). */
@@ -67,6 +70,7 @@ export class RouteLimits {
     }
     this.members = members;
     this.names = names;
+    this.infos = members.map((member, i) => new MemberInfo(member, names[i]));
     this.globalCount = global?.members.length ?? 0;
     this.metricPolicy = policy?.name ?? GLOBAL;
     this.onRejected = policy?.onRejected ?? fallbackOnRejected;
