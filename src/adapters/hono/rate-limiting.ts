@@ -128,11 +128,16 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
     c: Context,
     next: () => Promise<void>,
   ) => {
+    const outgoing = nodeOutgoing(c);
     if (engine.options.headers.length > 0 && decision.lease !== undefined) {
-      for (const [name, value] of engine.headers(view, decision)) c.header(name, value, { append: true });
+      // Under node-server the fields go on the node response, which merges them into whatever the route returns;
+      // c.header() would make Hono build a Headers object and leave node-server's fast path for every response.
+      for (const [name, value] of engine.headers(view, decision)) {
+        if (outgoing !== undefined) outgoing.setHeader(name, value);
+        else c.header(name, value, { append: true });
+      }
     }
     if (decision.heldSince < 0) return next();
-    const outgoing = nodeOutgoing(c);
     try {
       await next();
     } finally {
