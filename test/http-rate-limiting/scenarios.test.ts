@@ -261,6 +261,25 @@ const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'a key function that throws fails that request, not the server',
+    spec: () => {
+      const global = partitioned({
+        key: (req: import('../../src/http/request.ts').HttpRequest) => {
+          if (req.header('x-boom') !== undefined) throw new Error('bad key');
+          return 'k';
+        },
+        limiter: fixedWindow({ permitLimit: 10, window: '1m' }),
+      });
+      return {
+        spec: { options: { global }, routes: [{ path: '/a' }] },
+        check: async (base) => {
+          assert.equal((await get(`${base}/a`, { 'x-boom': '1' })).status, 500);
+          assert.equal((await get(`${base}/a`)).status, 200);
+        },
+      };
+    },
+  },
+  {
     name: 'dry run decides and reports but lets everything through',
     spec: () => {
       const c = clock();

@@ -77,7 +77,14 @@ export function rateLimiting(
       return;
     }
     const view = new NodeRequestView(req);
-    const decision = engine.decide(view, route, () => waitSignal(req, res));
+    // A key function that throws fails this request, never the server.
+    let decision: Decision | Promise<Decision>;
+    try {
+      decision = engine.decide(view, route, () => waitSignal(req, res));
+    } catch (error) {
+      next(error as Error);
+      return;
+    }
     if (isThenable(decision)) decision.then((d) => proceed(view, req, res, d, next), next);
     else proceed(view, req, res, decision, next);
   };

@@ -106,7 +106,14 @@ export function rateLimiting(
       return;
     }
     const view = new NodeRequestView(request.raw);
-    const decision = engine.decide(view, limits, () => waitSignal(request.raw, reply.raw));
+    // A key function that throws fails this request, never the server.
+    let decision: Decision | Promise<Decision>;
+    try {
+      decision = engine.decide(view, limits, () => waitSignal(request.raw, reply.raw));
+    } catch (error) {
+      next(error as Error);
+      return;
+    }
     if (isThenable(decision)) {
       decision.then((d) => proceed(engine, view, request, reply, d, next), next);
     } else proceed(engine, view, request, reply, decision, next);
