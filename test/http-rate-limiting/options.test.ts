@@ -9,7 +9,7 @@ import { rateLimiting as honoRateLimiting } from '../../src/adapters/hono/rate-l
 import { rateLimiting as nodeRateLimiting } from '../../src/adapters/node/rate-limiting.ts';
 import { RateLimiting } from '../../src/http/rate-limiting/engine.ts';
 import type { HttpRequest } from '../../src/http/request.ts';
-import { concurrency, fixedWindow } from '../../src/index.ts';
+import { concurrency, fixedWindow, partitioned } from '../../src/index.ts';
 import { resetTelemetry } from '../../src/telemetry.ts';
 
 const limiter = () => fixedWindow({ permitLimit: 1, window: '1m' });
@@ -156,6 +156,37 @@ describe('metrics', () => {
         0,
         'the slots decisions spent one global permit; the canceled and rejected none',
       );
+    } finally {
+      metrics.disable();
+      resetTelemetry();
+    }
+  });
+
+  test('partitions alive, per partitioned limiter', () => {
+    const recorded: Array<[string, number, Record<string, unknown>]> = [];
+    const instrument = (name: string) => ({
+      add: (value: number, attributes: Record<string, unknown>) => recorded.push([name, value, attributes]),
+      record: () => {},
+    });
+    const meter = { createCounter: instrument, createUpDownCounter: instrument, createHistogram: instrument };
+    metrics.setGlobalMeterProvider({ getMeter: () => meter } as never);
+    resetTelemetry();
+    try {
+      const global = partitioned({
+        key: (req: HttpRequest) => req.path,
+        limiter: fixedWindow({ permitLimit: 5, window: '1m' }),
+      });
+      const engine = new RateLimiting({ global });
+      for (const path of ['/a', '/b', '/a', '/c']) {
+        const req: HttpRequest = { remoteAddress: '127.0.0.1', method: 'GET', path, header: () => undefined };
+        engine.decide(req, engine.defaultRoute, () => undefined);
+      }
+      const partitions = recorded.filter(([name]) => name === 'floodgate.partitions');
+      assert.equal(
+        partitions.reduce((sum, [, v]) => sum + v, 0),
+        3,
+      );
+      assert.deepEqual(partitions[0][2], { policy: 'global' });
     } finally {
       metrics.disable();
       resetTelemetry();

@@ -129,6 +129,7 @@ export class RateLimiting {
     }
     const attributes = this.options.dryRun ? route.dryRunAttributes : route.attributes;
     telemetry().requests.add(1, attributes[result]);
+    if (route.partitioned.length > 0) countPartitions(route);
     const decision = new Decision(route, lease, result);
     if (lease.granted && holdsPermits(lease)) {
       decision.heldSince = performance.now();
@@ -188,4 +189,19 @@ export function holdsPermits(lease: Lease): boolean {
     return false;
   }
   return lease.release !== Lease.prototype.release;
+}
+
+// Partitions alive, per partitioned limiter: the limiters keep no metrics, so the size is compared after each
+// decision and the change recorded (one Map read per partitioned limiter per request).
+const knownSizes = new WeakMap<object, number>();
+
+function countPartitions(route: RouteLimits): void {
+  for (const info of route.partitioned) {
+    const size = (info.member as { size: number }).size;
+    const known = knownSizes.get(info.member) ?? 0;
+    if (size !== known) {
+      knownSizes.set(info.member, size);
+      telemetry().partitions.add(size - known, info.attributes);
+    }
+  }
 }

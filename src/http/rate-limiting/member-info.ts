@@ -20,12 +20,15 @@ export class MemberInfo {
   readonly algorithm: Algorithm | undefined;
   /** `"name";q=…;qu=…;w=…` when the algorithm is known up front. */
   readonly policyItem: string | undefined;
+  /** Metric attributes naming this limiter. */
+  readonly attributes: { policy: string };
 
   constructor(
     readonly member: Member,
     readonly name: string,
   ) {
     this.sfName = sfString(name);
+    this.attributes = { policy: name };
     if (member instanceof PartitionedLimiter) {
       this.keyOf = memoizeKey(member);
       const specOf = member['specOf'] as (key: string) => { algorithm: Algorithm };

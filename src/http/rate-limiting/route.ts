@@ -35,6 +35,8 @@ export class RouteLimits {
   readonly names: readonly string[];
   /** What the headers need of each member. */
   readonly infos: readonly MemberInfo[];
+  /** The partitioned members, whose size the `partitions` metric follows. */
+  readonly partitioned: readonly MemberInfo[];
   /** How many of `members` belong to the global limiter. */
   readonly globalCount: number;
   /** Whether any member may hold a request in a queue (then `acquire` is used, else `tryAcquire`). */
@@ -71,6 +73,7 @@ export class RouteLimits {
     this.members = members;
     this.names = names;
     this.infos = members.map((member, i) => new MemberInfo(member, names[i]));
+    this.partitioned = this.infos.filter((info) => info.keyOf !== undefined);
     this.globalCount = global?.members.length ?? 0;
     this.metricPolicy = policy?.name ?? GLOBAL;
     this.onRejected = policy?.onRejected ?? fallbackOnRejected;
