@@ -280,6 +280,32 @@ const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'a client that disconnects while queued leaves the queue at once',
+    spec: () => {
+      const slots = concurrency({ permitLimit: 1, queueLimit: 4 });
+      return {
+        spec: { options: { policies: { slots } }, routes: [{ path: '/slow', limit: 'slots' }] },
+        check: async (base) => {
+          const holder = get(`${base}/slow?delay=1500`);
+          await new Promise((r) => setTimeout(r, 150));
+          const controller = new AbortController();
+          const waiting = fetch(`${base}/slow`, { signal: controller.signal }).catch(() => 'aborted');
+          for (let i = 0; i < 50 && slots.statistics().queued === 0; i++)
+            await new Promise((r) => setTimeout(r, 10));
+          assert.equal(slots.statistics().queued, 1);
+          controller.abort();
+          assert.equal(await waiting, 'aborted');
+          for (let i = 0; i < 50 && slots.statistics().queued > 0; i++)
+            await new Promise((r) => setTimeout(r, 10));
+          assert.equal(slots.statistics().queued, 0, 'left the queue while the holder still runs');
+          assert.equal(slots.statistics().available, 0);
+          assert.equal((await holder).status, 200);
+          assert.equal(slots.statistics().available, 1, 'nothing was charged for the canceled request');
+        },
+      };
+    },
+  },
+  {
     name: 'dry run decides and reports but lets everything through',
     spec: () => {
       const c = clock();
