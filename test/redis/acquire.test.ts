@@ -28,13 +28,13 @@ test('a waiter is granted when the window rolls, and charged once', async () => 
   const limiter = store.limiter(fixedWindow({ permitLimit: 2, window: 300, queueLimit: 4 }), {
     name: uniqueName(),
   });
-  assert.ok((await limiter.acquire(2)).granted);
+  assert.ok((await limiter.acquire(2)).granted, '(await limiter.acquire(2)).granted');
   const started = performance.now();
   const waiting = limiter.acquire(1);
   assert.equal((await limiter.statistics()).queued, 1);
   const lease = await waiting;
   const waited = performance.now() - started;
-  assert.ok(lease.granted);
+  assert.ok(lease.granted, 'lease.granted');
   assert.ok(waited >= 250 && waited < 2000, `waited ${waited} ms`);
   const stats = await limiter.statistics();
   assert.deepEqual(
@@ -51,13 +51,16 @@ test('queue-full and limit reasons', async () => {
   const limiter = store.limiter(fixedWindow({ permitLimit: 2, window: 400, queueLimit: 2 }), {
     name: uniqueName(),
   });
-  assert.ok((await limiter.tryAcquire(2)).granted);
+  assert.ok((await limiter.tryAcquire(2)).granted, '(await limiter.tryAcquire(2)).granted');
   const first = limiter.acquire(2);
   const full = await limiter.acquire(1);
   assert.equal(full.granted, false);
   assert.equal(full.reason, 'queue-full');
-  assert.ok(full.retryAfterMs! > 0 && full.retryAfterMs! <= 400);
-  assert.ok((await first).granted);
+  assert.ok(
+    full.retryAfterMs! > 0 && full.retryAfterMs! <= 400,
+    'full.retryAfterMs! > 0 && full.retryAfterMs! <= 400',
+  );
+  assert.ok((await first).granted, '(await first).granted');
   const none = store.limiter(fixedWindow({ permitLimit: 1, window: 400 }), { name: uniqueName() });
   await none.acquire();
   assert.equal((await none.acquire()).reason, 'limit', 'without a queue the reason is limit');
@@ -101,7 +104,7 @@ test('oldest-first: a new arrival does not overtake local waiters; newest-first 
   const young = lifo.acquire();
   const evicted = await old;
   assert.equal(evicted.reason, 'evicted');
-  assert.ok((await young).granted);
+  assert.ok((await young).granted, '(await young).granted');
 });
 
 test('concurrency: a local release wakes the waiter at once; a remote one is seen by polling', async () => {
@@ -113,17 +116,20 @@ test('concurrency: a local release wakes the waiter at once; a remote one is see
   const released = performance.now();
   held.release();
   const next = await waiting;
-  assert.ok(next.granted);
-  assert.ok(performance.now() - released < 1000);
+  assert.ok(next.granted, 'next.granted');
+  assert.ok(performance.now() - released < 1000, 'performance.now() - released < 1000');
   // Another process (another client and store) holds it now; its release is seen by polling.
   const otherClient = new Redis({ port: server.port });
-  const other = redisStore({ client: otherClient }).limiter(concurrency({ permitLimit: 1, queueLimit: 1 }), {
-    name,
-  });
+  const other = redisStore({ client: otherClient, timeoutMs: 2000 }).limiter(
+    concurrency({ permitLimit: 1, queueLimit: 1 }),
+    {
+      name,
+    },
+  );
   const remote = other.acquire();
   await new Promise((r) => setTimeout(r, 100));
   next.release();
-  assert.ok((await remote).granted);
+  assert.ok((await remote).granted, '(await remote).granted');
   (await remote).release();
   otherClient.disconnect();
 });
@@ -131,9 +137,9 @@ test('concurrency: a local release wakes the waiter at once; a remote one is see
 test('a concurrency lease whose holder died expires after leaseTtlMs', async () => {
   const name = uniqueName();
   const deadClient = new Redis({ port: server.port });
-  const dying = redisStore({ client: deadClient, leaseTtlMs: 300, onUnavailable: 'fail-closed' });
+  const dying = redisStore({ client: deadClient, leaseTtlMs: 300, timeoutMs: 2000 });
   const held = await dying.limiter(concurrency({ permitLimit: 1 }), { name }).tryAcquire();
-  assert.ok(held.granted);
+  assert.ok(held.granted, 'held.granted');
   deadClient.disconnect(); // never releases, never renews
   const survivor = store.limiter(concurrency({ permitLimit: 1 }), { name });
   assert.equal((await survivor.tryAcquire()).granted, false);
@@ -145,12 +151,12 @@ test('a concurrency lease whose holder died expires after leaseTtlMs', async () 
 
 test('a held lease is renewed while held, so a long holder keeps its permit', async () => {
   const name = uniqueName();
-  const short = redisStore({ client, leaseTtlMs: 150 });
+  const short = redisStore({ client, leaseTtlMs: 150, timeoutMs: 2000 });
   const limiter = short.limiter(concurrency({ permitLimit: 1 }), { name });
   const held = await limiter.tryAcquire();
   await new Promise((r) => setTimeout(r, 500));
   assert.equal((await limiter.tryAcquire()).granted, false, 'still held after 3 TTLs');
   held.release();
   await new Promise((r) => setTimeout(r, 20));
-  assert.ok((await limiter.tryAcquire()).granted);
+  assert.ok((await limiter.tryAcquire()).granted, '(await limiter.tryAcquire()).granted');
 });

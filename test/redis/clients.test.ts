@@ -27,7 +27,7 @@ for (const [name, connect] of Object.entries(clients)) {
     const after = await limiter.tryAcquire();
     assert.equal(after.granted, false);
     assert.equal(after.reason, 'limit', 'answered by Redis, not by onUnavailable');
-    assert.ok(after.retryAfterMs! > 59_000);
+    assert.ok(after.retryAfterMs! > 59_000, 'after.retryAfterMs! > 59_000');
     const bucket = store.limiter(tokenBucket({ tokenLimit: 3, tokensPerPeriod: 1, period: 60_000 }), {
       name: uniqueName(),
     });

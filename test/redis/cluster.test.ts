@@ -119,7 +119,10 @@ for (const [name, connect] of Object.entries(connectors)) {
       // Scripts flushed on every node: reloaded where needed.
       await Promise.all(cluster.servers.map((s) => s.cli('script', 'flush')));
       const again = await Promise.all(ranges.map((keys) => limiter.tryAcquire(keys[0])));
-      assert.ok(again.every((l) => l.reason === 'limit'));
+      assert.ok(
+        again.every((l) => l.reason === 'limit'),
+        "again.every((l) => l.reason === 'limit')",
+      );
       assert.deepEqual(errors, []);
     } finally {
       await close();

@@ -40,7 +40,7 @@ test('fixed window: retryAfterMs at every point of a window', async () => {
   for (let window = 0; window < 3; window++) {
     const start = window * 500;
     clock.set(start);
-    assert.ok((await limiter.tryAcquire(2)).granted);
+    assert.ok((await limiter.tryAcquire(2)).granted, '(await limiter.tryAcquire(2)).granted');
     for (let t = start; t < start + 500; t += 7) {
       clock.set(t);
       const lease = await limiter.tryAcquire();
@@ -53,12 +53,12 @@ test('fixed window: exact multiples from t = 0 after a million windows', async (
   const { store, clock } = env;
   clock.set(100);
   const limiter = new Twin(store, () => fixedWindow({ permitLimit: 1, window: 1000, clock }));
-  assert.ok((await limiter.tryAcquire()).granted);
+  assert.ok((await limiter.tryAcquire()).granted, '(await limiter.tryAcquire()).granted');
   clock.set(100 + 1000 * 1_000_000 + 999);
-  assert.ok((await limiter.tryAcquire()).granted);
+  assert.ok((await limiter.tryAcquire()).granted, '(await limiter.tryAcquire()).granted');
   assert.equal((await limiter.tryAcquire()).retryAfterMs, 1);
   clock.advance(1);
-  assert.ok((await limiter.tryAcquire()).granted);
+  assert.ok((await limiter.tryAcquire()).granted, '(await limiter.tryAcquire()).granted');
 });
 
 test('fixed window: rejections consume nothing; countRejected charges them; probes', async () => {
@@ -95,9 +95,9 @@ test('sliding window: permits come back when their segment leaves the window', a
     slidingWindow({ permitLimit: 4, window: 2000, segmentsPerWindow: 4, clock }),
   );
   clock.set(300);
-  assert.ok((await limiter.tryAcquire(2)).granted);
+  assert.ok((await limiter.tryAcquire(2)).granted, '(await limiter.tryAcquire(2)).granted');
   clock.set(1200);
-  assert.ok((await limiter.tryAcquire(2)).granted);
+  assert.ok((await limiter.tryAcquire(2)).granted, '(await limiter.tryAcquire(2)).granted');
   clock.set(1999);
   assert.equal((await limiter.tryAcquire(1)).retryAfterMs, 1);
   assert.equal((await limiter.tryAcquire(3)).retryAfterMs, 1001);
@@ -144,7 +144,7 @@ test('token bucket: stepped and continuous', async () => {
   const stepped = new Twin(store, () =>
     tokenBucket({ tokenLimit: 5, tokensPerPeriod: 2, period: '100ms', clock }),
   );
-  assert.ok((await stepped.tryAcquire(5)).granted);
+  assert.ok((await stepped.tryAcquire(5)).granted, '(await stepped.tryAcquire(5)).granted');
   clock.set(99);
   assert.equal((await stepped.tryAcquire(3)).retryAfterMs, 101);
   assert.equal((await stepped.tryAcquire(1)).retryAfterMs, 1);
@@ -156,12 +156,12 @@ test('token bucket: stepped and continuous', async () => {
   const smooth = new Twin(store, () =>
     tokenBucket({ tokenLimit: 10, tokensPerPeriod: 1, period: 100, replenishment: 'continuous', clock }),
   );
-  assert.ok((await smooth.tryAcquire(10)).granted);
+  assert.ok((await smooth.tryAcquire(10)).granted, '(await smooth.tryAcquire(10)).granted');
   clock.set(30);
   const lease = await smooth.tryAcquire(1);
   assert.ok(Math.abs(lease.retryAfterMs! - 70) < 1e-6, 'a fractional retryAfterMs survives the trip');
   clock.set(100);
-  assert.ok((await smooth.tryAcquire(1)).granted);
+  assert.ok((await smooth.tryAcquire(1)).granted, '(await smooth.tryAcquire(1)).granted');
   clock.set(350);
   assert.equal((await smooth.statistics()).available, 2);
   await smooth.tryAcquire(3);

@@ -177,7 +177,7 @@ for (const [clientName, connect] of Object.entries(clients)) {
     for (const [k, l] of Object.entries(loads)) {
       assert.ok(l.slowest < DEADLINE + MARGIN, `${k}: slowest decision ${l.slowest.toFixed(0)} ms`);
     }
-    assert.ok(stores.closed.unavailable > 0);
+    assert.ok(stores.closed.unavailable > 0, 'stores.closed.unavailable > 0');
     assert.equal(unhandled, 0, 'no unhandled rejection');
   });
 }

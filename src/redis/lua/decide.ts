@@ -12,31 +12,36 @@
  *   chainRetryAfter, remaining, resetAfter}`; peek `{available₁, …}`. Numbers as `%.17g` strings, '' for none.
  */
 export const DECIDE = `
+local ALGORITHMS = { fw = FW, sw = SW, tb = TB, tc = TB, cc = CC }
+
 local function member(base, key, now)
   local kind = ARGV[base]
-  local limit = tonumber(ARGV[base + 1])
+  local p1, p2 = tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
+  -- One constructor with every field: a table grown field by field rehashes, and that costs more than the
+  -- algorithm itself.
   local m = {
+    a = ALGORITHMS[kind],
     key = key,
+    limit = tonumber(ARGV[base + 1]),
+    p1 = p1,
+    p2 = p2,
+    seg = kind == 'sw' and p1 / p2 or 0,
+    rate = (kind == 'tb' or kind == 'tc') and p1 / p2 or 0,
+    continuous = kind == 'tc',
     countRejected = ARGV[base + 4] == '1',
     blocked = ARGV[base + 6] == '1',
     pad = tonumber(ARGV[base + 7]),
     lease = ARGV[base + 8],
     leaseTtl = tonumber(ARGV[base + 9]),
+    dirty = false,
+    s = false,
   }
   if kind == 'cc' then
-    m.dirty = false
-    m.a = concurrency(limit)
     m.s = loadLeases(key, now)
     return m
   end
-  if kind == 'fw' then
-    m.a = fixedWindow(limit, tonumber(ARGV[base + 2]))
-  elseif kind == 'sw' then
-    m.a = slidingWindow(limit, tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]))
-  else
-    m.a = tokenBucket(limit, tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]), kind == 'tc')
-  end
-  local s = readState(key, m.a.width)
+  local a = m.a
+  local s = readState(key, a.width(m))
   local before
   if s then
     before = s[1]
@@ -44,9 +49,9 @@ local function member(base, key, now)
     -- A fresh state, anchored where memory anchors it: the limiter's origin when known, else now.
     s = {}
     local origin = ARGV[base + 5]
-    if origin == '' then m.a.init(s, now) else m.a.init(s, tonumber(origin)) end
+    if origin == '' then a.init(m, s, now) else a.init(m, s, tonumber(origin)) end
   end
-  m.a.advance(s, now)
+  a.advance(m, s, now)
   -- Kept whenever it moved: advancing in the same steps as memory gives the same doubles (continuous refill
   -- and fractional segments round differently if two steps are taken as one).
   m.dirty = s[1] ~= before
@@ -57,19 +62,19 @@ end
 -- Persists a time-based state; it expires when back to full (plus the pad), as a fresh one would decide alike.
 local function save(m, now)
   m.dirty = false
-  local ttl = math.ceil(m.a.resetAfter(m.s, now))
+  local ttl = math.ceil(m.a.resetAfter(m, m.s, now))
   if ttl ~= ttl or ttl < 1 then ttl = 1 end
-  writeState(m.key, m.s, m.a.width, ttl + m.pad)
+  writeState(m.key, m.s, ttl + m.pad)
 end
 
 local function canGrant(m, permits, need)
-  return m.a.available(m.s) >= need and (permits == 0 or not m.blocked)
+  return m.a.available(m, m.s) >= need and (permits == 0 or not m.blocked)
 end
 
 local function decide(op, permits, ms, now)
   if op == 'p' then
     local res = {}
-    for j, m in ipairs(ms) do res[j] = num(math.max(0, m.a.available(m.s))) end
+    for j, m in ipairs(ms) do res[j] = num(math.max(0, m.a.available(m, m.s))) end
     return res
   end
   if op == 'x' or op == 'n' then
@@ -94,12 +99,12 @@ local function decide(op, permits, ms, now)
     local res = { '1' }
     for _, m in ipairs(ms) do
       if permits > 0 then
-        m.a.take(m.s, permits)
+        m.a.take(m, m.s, permits)
         if m.a.timeBased then m.dirty = true else holdLease(m.key, m.lease, now + m.leaseTtl, m.leaseTtl + m.pad) end
-        res[#res + 1] = num(math.max(0, m.a.available(m.s)))
-        if m.a.timeBased then res[#res + 1] = num(m.a.resetAfter(m.s, now)) else res[#res + 1] = '' end
+        res[#res + 1] = num(math.max(0, m.a.available(m, m.s)))
+        if m.a.timeBased then res[#res + 1] = num(m.a.resetAfter(m, m.s, now)) else res[#res + 1] = '' end
       else
-        res[#res + 1] = num(m.a.available(m.s))
+        res[#res + 1] = num(m.a.available(m, m.s))
         res[#res + 1] = ''
       end
     end
@@ -107,18 +112,18 @@ local function decide(op, permits, ms, now)
   end
   local m = ms[blocked]
   if op == 't' and permits > 0 and m.countRejected and m.a.timeBased then
-    m.a.take(m.s, permits)
+    m.a.take(m, m.s, permits)
     m.dirty = true
   end
-  local retry = m.a.retryAfter(m.s, now, need)
+  local retry = m.a.retryAfter(m, m.s, now, need)
   local longest = retry
   for j, o in ipairs(ms) do
     if j ~= blocked and not canGrant(o, permits, need) then
-      local wait = o.a.retryAfter(o.s, now, need)
+      local wait = o.a.retryAfter(o, o.s, now, need)
       if wait == wait and (longest ~= longest or wait > longest) then longest = wait end
     end
   end
-  return { '0', tostring(blocked), num(retry), num(longest), num(math.max(0, m.a.available(m.s))), num(m.a.resetAfter(m.s, now)) }
+  return { '0', tostring(blocked), num(retry), num(longest), num(math.max(0, m.a.available(m, m.s))), num(m.a.resetAfter(m, m.s, now)) }
 end
 
 local clock

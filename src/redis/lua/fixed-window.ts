@@ -1,32 +1,33 @@
 /**
  * Lua twin of `src/algorithms/fixed-window.ts`, statement for statement (same operations in the same order, so
- * the same doubles come out). State: `{ windowStart, count }`.
+ * the same doubles come out). Member `m`: `limit`, `p1` = window. State `s`: `{ windowStart, count }`.
+ * Functions take the member rather than closing over it: no closure is allocated per decision.
  */
 export const FIXED_WINDOW = `
-local function fixedWindow(limit, w)
-  local a = { width = 2, timeBased = true, limit = limit }
-  function a.init(s, now)
+local FW = {
+  width = function() return 2 end,
+  timeBased = true,
+  init = function(m, s, now)
     s[1] = now
     s[2] = 0
-  end
-  function a.advance(s, now)
-    local start = s[1]
+  end,
+  advance = function(m, s, now)
+    local start, w = s[1], m.p1
     if now - start >= w then
       s[1] = start + math.floor((now - start) / w) * w
       s[2] = 0
     end
-  end
-  function a.available(s) return limit - s[2] end
-  function a.take(s, n) s[2] = s[2] + n end
-  function a.retryAfter(s, now, n)
-    if limit - s[2] >= n then return 0 end
-    return s[1] + w - now
-  end
-  function a.resetAfter(s, now)
+  end,
+  available = function(m, s) return m.limit - s[2] end,
+  take = function(m, s, n) s[2] = s[2] + n end,
+  retryAfter = function(m, s, now, n)
+    if m.limit - s[2] >= n then return 0 end
+    return s[1] + m.p1 - now
+  end,
+  resetAfter = function(m, s, now)
     if s[2] == 0 then return 0 end
-    return s[1] + w - now
-  end
-  function a.isFull(s) return s[2] <= 0 end
-  return a
-end
+    return s[1] + m.p1 - now
+  end,
+  isFull = function(m, s) return s[2] <= 0 end,
+}
 `;
