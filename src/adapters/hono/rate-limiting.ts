@@ -96,20 +96,27 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
   const engine = new RateLimiting(options as RateLimitingOptions);
   let markers = 0;
 
-  const decide = async (
-    route: RouteLimits,
-    c: Context,
-    next: () => Promise<void>,
-  ): Promise<Response | void> => {
+  // Synchronous until something has to wait: most requests are decided without a Promise of floodgate's own.
+  const decide = (route: RouteLimits, c: Context, next: () => Promise<void>): Promise<Response | void> => {
     (c as DecidedContext)[kDecided] = { engine, route };
     if (route.unlimited) return next();
     const view = new HonoRequestView(c);
     const pending = engine.decide(view, route, () => waitSignal(c));
-    const decision = isThenable(pending) ? await pending : pending;
-    if (decision.result === 'canceled') return new Response(null, { status: 499 });
+    if (isThenable(pending)) return pending.then((decision) => decided(view, decision, c, next));
+    return decided(view, pending, c, next);
+  };
+
+  const decided = (
+    view: HonoRequestView,
+    decision: Decision,
+    c: Context,
+    next: () => Promise<void>,
+  ): Promise<Response | void> => {
+    if (decision.result === 'canceled') return Promise.resolve(new Response(null, { status: 499 }));
     if (decision.lease !== undefined && !decision.lease.granted) {
-      const answer = await rejected(view, decision, c);
+      const answer = rejected(view, decision, c);
       if (!engine.options.dryRun) return answer;
+      return answer.then(() => admitted(view, decision, c, next));
     }
     return admitted(view, decision, c, next);
   };
@@ -122,12 +129,12 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
     return new Response(context.body, { status: context.status, headers: context.headers });
   };
 
-  const admitted = async (
+  const admitted = (
     view: HonoRequestView,
     decision: Decision,
     c: Context,
     next: () => Promise<void>,
-  ) => {
+  ): Promise<void> => {
     const outgoing = nodeOutgoing(c);
     if (engine.options.headers.length > 0 && decision.lease !== undefined) {
       // Under node-server the fields go on the node response, which merges them into whatever the route returns;
@@ -138,13 +145,19 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
       }
     }
     if (decision.heldSince < 0) return next();
-    try {
-      await next();
-    } finally {
-      // Under node-server the body is written after the handler returns: hold the permit until it is.
+    // Under node-server the body is written after the handler returns: hold the permit until it is.
+    const release = (): void => {
       if (outgoing !== undefined) holdUntilEnd(engine, outgoing, decision);
       else engine.release(decision);
+    };
+    let route: Promise<void>;
+    try {
+      route = next();
+    } catch (error) {
+      release();
+      throw error;
     }
+    return route.finally(release);
   };
 
   const middleware: MiddlewareHandler = (c, next) => {
