@@ -13,7 +13,7 @@ import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { fixedWindow, tokenBucket } from '../src/index.ts';
 import { redisStore } from '../src/redis/index.ts';
-import { encodeRequest } from '../src/redis/protocol.ts';
+import { encodeRequest, specText } from '../src/redis/protocol.ts';
 import { DECIDE_SCRIPT } from '../src/redis/script.ts';
 import { RedisServer } from '../test/support/redis-server.ts';
 
@@ -121,17 +121,9 @@ try {
 
   // The server's own limit: redis-benchmark running the same scripts, 64 connections.
   const args: string[] = [];
+  const spec = specText(fixedWindow({ permitLimit: limit, window: 60_000 }).algorithm, false, 1000, 30_000);
   encodeRequest(args, 't', 1, '', [
-    {
-      key: 'fg:{__rand_int__}',
-      algorithm: fixedWindow({ permitLimit: limit, window: 60_000 }).algorithm,
-      countRejected: false,
-      origin: '',
-      blocked: false,
-      pad: 1000,
-      lease: '',
-      leaseTtl: 0,
-    },
+    { key: 'fg:{__rand_int__}', spec, origin: '', blocked: false, lease: '' },
   ]);
   const scripts: [string, string[]][] = [
     ['raw fixed-window script', ['EVALSHA', rawSha, '1', 'rb:__rand_int__', '60000']],

@@ -6,7 +6,7 @@ import { telemetry } from '../telemetry.ts';
 import type { ScriptRunner } from './client.ts';
 import { Dispatcher, StoreUnavailableError } from './dispatcher.ts';
 import type { ResolvedOptions } from './options.ts';
-import { decodeNumber, encodeRequest, type MemberCall, type Op } from './protocol.ts';
+import { decodeNumber, encodeRequest, type MemberCall, type Op, specText } from './protocol.ts';
 import { keySlot } from './slot.ts';
 
 /** Whoever a member's counts and lease `source` belong to (a Redis limiter). */
@@ -54,6 +54,7 @@ export class Engine {
   private readonly blockedUntil = new Map<string, { until: number; lease: Lease }>();
   private readonly leasePrefix = randomBytes(6).toString('base64url');
   private leaseCounter = 0;
+  private readonly specTexts = new WeakMap<LimiterSpec, string>();
 
   constructor(
     readonly runner: ScriptRunner,
@@ -143,22 +144,34 @@ export class Engine {
   }
 
   private send(binding: Binding, op: Op, permits: number, leaseId: string, blockedFirst: boolean) {
-    const calls: MemberCall[] = binding.members.map((m, i) => ({
-      key: m.key,
-      algorithm: m.spec.algorithm,
-      countRejected: m.spec.options.countRejected,
-      origin: m.origin,
-      blocked: blockedFirst && i === 0,
-      pad: this.options.ttlPadMs,
-      lease: leaseId,
-      leaseTtl: this.options.leaseTtlMs,
-    }));
+    const members = binding.members;
+    const calls: MemberCall[] = new Array(members.length);
+    const keys: string[] = new Array(members.length);
+    for (let i = 0; i < members.length; i++) {
+      const m = members[i];
+      keys[i] = m.key;
+      calls[i] = {
+        key: m.key,
+        spec: this.specOf(m.spec),
+        origin: m.origin,
+        blocked: blockedFirst && i === 0,
+        lease: leaseId,
+      };
+    }
     const args: string[] = [];
     encodeRequest(args, op, permits, this.now(), calls);
-    return this.dispatcher.send(
-      calls.map((c) => c.key),
-      args,
-    );
+    return this.dispatcher.send(keys, args);
+  }
+
+  /** The settings string of a limiter spec, built once. */
+  private specOf(spec: LimiterSpec): string {
+    let text = this.specTexts.get(spec);
+    if (text === undefined) {
+      const o = this.options;
+      text = specText(spec.algorithm, spec.options.countRejected, o.ttlPadMs, o.leaseTtlMs);
+      this.specTexts.set(spec, text);
+    }
+    return text;
   }
 
   private failed(error: StoreUnavailableError): void {

@@ -6,23 +6,54 @@ import { TokenBucket } from '../algorithms/token-bucket.ts';
 /** The operations of the decision script (see `lua/decide.ts`). */
 export type Op = 't' | 'w' | 'p' | 'x' | 'n';
 
-/** Arguments per member the script reads, in order. */
-export const MEMBER_ARGS = 10;
+/** Arguments per member the script reads, in order: `spec, origin, blocked, lease`. */
+export const MEMBER_ARGS = 4;
 
-/** One member of one request: its key and the settings the script decides with. */
+/** One member of one request: its key and what the script decides with. */
 export interface MemberCall {
   key: string;
-  algorithm: Algorithm;
-  countRejected: boolean;
+  /** The member's constant settings, from {@link specText}. */
+  spec: string;
   /** The clock value of the limiter's t = 0, or '' to anchor a fresh state at the request. */
   origin: string;
   /** Local waiters are ahead of this request (oldest-first): it may not overtake them. */
   blocked: boolean;
-  /** Milliseconds of TTL added to the state's own (large with a test clock, whose time is not Redis's). */
-  pad: number;
   /** `"<permits>:<lease id>"` for a concurrency lease, else ''. */
   lease: string;
-  leaseTtl: number;
+}
+
+/**
+ * A limiter's settings as the script reads them: `kind:limit:p1:p2:countRejected:ttlPad:leaseTtl`. Constant per
+ * limiter, so it is built once and sent as one argument. `ttlPad`: milliseconds of TTL added to the state's own
+ * (large with a test clock, whose time is not Redis's).
+ */
+export function specText(
+  algorithm: Algorithm,
+  countRejected: boolean,
+  pad: number,
+  leaseTtl: number,
+): string {
+  const a = algorithm;
+  let kind: string;
+  let p1 = '';
+  let p2 = '';
+  if (a instanceof FixedWindow) {
+    kind = 'fw';
+    p1 = String(a.windowMs);
+  } else if (a instanceof SlidingWindow) {
+    kind = 'sw';
+    p1 = String(a.windowMs);
+    p2 = String(a.segments);
+  } else if (a instanceof TokenBucket) {
+    kind = a.replenishment === 'continuous' ? 'tc' : 'tb';
+    p1 = String(a.tokensPerPeriod);
+    p2 = String(a.periodMs);
+  } else if (a.kind === 'concurrency') {
+    kind = 'cc';
+  } else {
+    throw new TypeError(`floodgate/redis: no Lua twin for algorithm ${JSON.stringify(a.kind)}`);
+  }
+  return `${kind}:${a.limit}:${p1}:${p2}:${countRejected ? 1 : 0}:${pad}:${leaseTtl}`;
 }
 
 /** Appends one request's arguments: `op, permits, members, now` then each member's {@link MEMBER_ARGS}. */
@@ -34,40 +65,7 @@ export function encodeRequest(
   members: readonly MemberCall[],
 ): void {
   out.push(op, String(permits), String(members.length), now);
-  for (const m of members) {
-    const a = m.algorithm;
-    let kind: string;
-    let p1 = '';
-    let p2 = '';
-    if (a instanceof FixedWindow) {
-      kind = 'fw';
-      p1 = String(a.windowMs);
-    } else if (a instanceof SlidingWindow) {
-      kind = 'sw';
-      p1 = String(a.windowMs);
-      p2 = String(a.segments);
-    } else if (a instanceof TokenBucket) {
-      kind = a.replenishment === 'continuous' ? 'tc' : 'tb';
-      p1 = String(a.tokensPerPeriod);
-      p2 = String(a.periodMs);
-    } else if (a.kind === 'concurrency') {
-      kind = 'cc';
-    } else {
-      throw new TypeError(`floodgate/redis: no Lua twin for algorithm ${JSON.stringify(a.kind)}`);
-    }
-    out.push(
-      kind,
-      String(a.limit),
-      p1,
-      p2,
-      m.countRejected ? '1' : '0',
-      m.origin,
-      m.blocked ? '1' : '0',
-      String(m.pad),
-      m.lease,
-      String(m.leaseTtl),
-    );
-  }
+  for (const m of members) out.push(m.spec, m.origin, m.blocked ? '1' : '0', m.lease);
 }
 
 /** A number from the script ('' is none). */

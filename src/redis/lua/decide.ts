@@ -4,8 +4,8 @@
  * `ChainLimiter.tryAcquire`. Layout (see `../protocol.ts`):
  *
  * - `ARGV[1]` the number of requests; then per request `op, permits, members, now` (`now` empty: Redis `TIME`)
- *   and per member `MEMBER_ARGS` values: `kind, limit, p1, p2, countRejected, origin, blocked, ttlPad, lease,
- *   leaseTtl`. `KEYS` holds one key per member, in the same order.
+ *   and per member `MEMBER_ARGS` values: `spec, origin, blocked, lease`, where `spec` is
+ *   `kind:limit:p1:p2:countRejected:ttlPad:leaseTtl` (constant per limiter, so built once in JS). `KEYS` holds one key per member, in the same order.
  * - ops: `t` try (a rejection is charged when `countRejected`), `w` a queued attempt (never charged), `p` peek
  *   (available permits, read-only), `x` release a concurrency lease, `n` renew one.
  * - reply per request: granted `{'1', remaining₁, reset₁, …}`; rejected `{'0', index, retryAfter,
@@ -14,44 +14,51 @@
 export const DECIDE = `
 local ALGORITHMS = { fw = FW, sw = SW, tb = TB, tc = TB, cc = CC }
 
-local function member(base, key, now)
-  local kind = ARGV[base]
-  local p1, p2 = tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
-  -- One constructor with every field: a table grown field by field rehashes, and that costs more than the
-  -- algorithm itself.
-  local m = {
+-- A member's settings, parsed once per call however many requests of a batch use them.
+local specs = {}
+local function spec(text)
+  local c = specs[text]
+  if c then return c end
+  local kind, limit, p1, p2, cr, pad, ttl = string.match(text, '^(%a+):([^:]*):([^:]*):([^:]*):(%d):([^:]*):([^:]*)$')
+  p1, p2 = tonumber(p1), tonumber(p2)
+  c = {
     a = ALGORITHMS[kind],
-    key = key,
-    limit = tonumber(ARGV[base + 1]),
+    cc = kind == 'cc',
+    limit = tonumber(limit),
     p1 = p1,
     p2 = p2,
     seg = kind == 'sw' and p1 / p2 or 0,
     rate = (kind == 'tb' or kind == 'tc') and p1 / p2 or 0,
     continuous = kind == 'tc',
-    countRejected = ARGV[base + 4] == '1',
-    blocked = ARGV[base + 6] == '1',
-    pad = tonumber(ARGV[base + 7]),
-    lease = ARGV[base + 8],
-    leaseTtl = tonumber(ARGV[base + 9]),
-    dirty = false,
-    s = false,
+    countRejected = cr == '1',
+    pad = tonumber(pad),
+    leaseTtl = tonumber(ttl),
   }
-  if kind == 'cc' then
+  specs[text] = c
+  return c
+end
+
+local function member(base, key, now)
+  local c = spec(ARGV[base])
+  -- One constructor with every field: a table grown field by field rehashes, and that costs more than the
+  -- algorithm itself.
+  local m = { a = c.a, c = c, key = key, blocked = ARGV[base + 2] == '1', lease = ARGV[base + 3], dirty = false, s = false }
+  if c.cc then
     m.s = loadLeases(key, now)
     return m
   end
   local a = m.a
-  local s = readState(key, a.width(m))
+  local s = readState(key, a.width(c))
   local before
   if s then
     before = s[1]
   else
     -- A fresh state, anchored where memory anchors it: the limiter's origin when known, else now.
     s = {}
-    local origin = ARGV[base + 5]
-    if origin == '' then a.init(m, s, now) else a.init(m, s, tonumber(origin)) end
+    local origin = ARGV[base + 1]
+    if origin == '' then a.init(c, s, now) else a.init(c, s, tonumber(origin)) end
   end
-  a.advance(m, s, now)
+  a.advance(c, s, now)
   -- Kept whenever it moved: advancing in the same steps as memory gives the same doubles (continuous refill
   -- and fractional segments round differently if two steps are taken as one).
   m.dirty = s[1] ~= before
@@ -62,26 +69,26 @@ end
 -- Persists a time-based state; it expires when back to full (plus the pad), as a fresh one would decide alike.
 local function save(m, now)
   m.dirty = false
-  local ttl = math.ceil(m.a.resetAfter(m, m.s, now))
+  local ttl = math.ceil(m.a.resetAfter(m.c, m.s, now))
   if ttl ~= ttl or ttl < 1 then ttl = 1 end
-  writeState(m.key, m.s, ttl + m.pad)
+  writeState(m.key, m.s, ttl + m.c.pad)
 end
 
 local function canGrant(m, permits, need)
-  return m.a.available(m, m.s) >= need and (permits == 0 or not m.blocked)
+  return m.a.available(m.c, m.s) >= need and (permits == 0 or not m.blocked)
 end
 
 local function decide(op, permits, ms, now)
   if op == 'p' then
     local res = {}
-    for j, m in ipairs(ms) do res[j] = num(math.max(0, m.a.available(m, m.s))) end
+    for j, m in ipairs(ms) do res[j] = num(math.max(0, m.a.available(m.c, m.s))) end
     return res
   end
   if op == 'x' or op == 'n' then
     for _, m in ipairs(ms) do
       if not m.a.timeBased then
         if op == 'x' then redis.call('ZREM', m.key, m.lease)
-        elseif redis.call('ZSCORE', m.key, m.lease) then holdLease(m.key, m.lease, now + m.leaseTtl, m.leaseTtl + m.pad) end
+        elseif redis.call('ZSCORE', m.key, m.lease) then holdLease(m.key, m.lease, now + m.c.leaseTtl, m.c.leaseTtl + m.c.pad) end
       end
     end
     return {}
@@ -99,31 +106,31 @@ local function decide(op, permits, ms, now)
     local res = { '1' }
     for _, m in ipairs(ms) do
       if permits > 0 then
-        m.a.take(m, m.s, permits)
-        if m.a.timeBased then m.dirty = true else holdLease(m.key, m.lease, now + m.leaseTtl, m.leaseTtl + m.pad) end
-        res[#res + 1] = num(math.max(0, m.a.available(m, m.s)))
-        if m.a.timeBased then res[#res + 1] = num(m.a.resetAfter(m, m.s, now)) else res[#res + 1] = '' end
+        m.a.take(m.c, m.s, permits)
+        if m.a.timeBased then m.dirty = true else holdLease(m.key, m.lease, now + m.c.leaseTtl, m.c.leaseTtl + m.c.pad) end
+        res[#res + 1] = num(math.max(0, m.a.available(m.c, m.s)))
+        if m.a.timeBased then res[#res + 1] = num(m.a.resetAfter(m.c, m.s, now)) else res[#res + 1] = '' end
       else
-        res[#res + 1] = num(m.a.available(m, m.s))
+        res[#res + 1] = num(m.a.available(m.c, m.s))
         res[#res + 1] = ''
       end
     end
     return res
   end
   local m = ms[blocked]
-  if op == 't' and permits > 0 and m.countRejected and m.a.timeBased then
-    m.a.take(m, m.s, permits)
+  if op == 't' and permits > 0 and m.c.countRejected and m.a.timeBased then
+    m.a.take(m.c, m.s, permits)
     m.dirty = true
   end
-  local retry = m.a.retryAfter(m, m.s, now, need)
+  local retry = m.a.retryAfter(m.c, m.s, now, need)
   local longest = retry
   for j, o in ipairs(ms) do
     if j ~= blocked and not canGrant(o, permits, need) then
-      local wait = o.a.retryAfter(o, o.s, now, need)
+      local wait = o.a.retryAfter(o.c, o.s, now, need)
       if wait == wait and (longest ~= longest or wait > longest) then longest = wait end
     end
   end
-  return { '0', tostring(blocked), num(retry), num(longest), num(math.max(0, m.a.available(m, m.s))), num(m.a.resetAfter(m, m.s, now)) }
+  return { '0', tostring(blocked), num(retry), num(longest), num(math.max(0, m.a.available(m.c, m.s))), num(m.a.resetAfter(m.c, m.s, now)) }
 end
 
 local clock
@@ -145,7 +152,7 @@ for r = 1, tonumber(ARGV[1]) do
   local ms = {}
   for j = 1, count do
     ms[j] = member(argi, KEYS[keyi], now)
-    argi = argi + 10
+    argi = argi + 4
     keyi = keyi + 1
   end
   out[r] = decide(op, permits, ms, now)
