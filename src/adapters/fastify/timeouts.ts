@@ -70,9 +70,12 @@ function originalSend(reply: FastifyReply, payload: unknown): void {
   Object.getPrototypeOf(reply).send.call(reply, payload);
 }
 
-// A late `reply.send()` would log "Reply was already sent"; after the deadline it is simply dropped.
+// A late `reply.send()` would log "Reply was already sent"; after the deadline it is simply dropped. For a
+// callback-style handler (no promise to watch), that late send is also how it says it is done.
 function dropLateSends(reply: FastifyReply): void {
   (reply as unknown as { send: unknown }).send = function droppedSend(this: FastifyReply) {
+    const context = this.request.requestTimeout as RequestTimeoutContext | null;
+    if (context !== null && !context.doneByPromise) context.handlerDone();
     return this;
   };
 }
