@@ -7,7 +7,8 @@ import {
   reject,
   waitSignal,
 } from '../../http/rate-limiting/node-http.ts';
-import type { RateLimitingOptions, RejectedContext, RouteLimit } from '../../http/rate-limiting/options.ts';
+import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
+import type { Answer } from '../../http/rate-limiting/response.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
 
 export type {
@@ -191,12 +192,13 @@ function admit(
 }
 
 // Answer through Fastify rather than on the raw response, so onSend/onResponse hooks and the request log see it.
-function send(reply: FastifyReply, context: RejectedContext<FastifyRequest, FastifyReply>): void {
-  for (const [name, value] of context.headers) {
-    reply.header(name, name === 'set-cookie' ? context.headers.getSetCookie() : value);
+function send(reply: FastifyReply, answer: Answer): void {
+  for (const [name, value] of answer.headers) reply.header(name, value);
+  if (answer.headers instanceof Headers && answer.headers.has('set-cookie')) {
+    reply.header('set-cookie', answer.headers.getSetCookie());
   }
   // A Buffer, so that Fastify keeps the Content-Type as set (it adds a charset to strings).
-  reply.code(context.status).send(Buffer.from(context.body));
+  reply.code(answer.status).send(Buffer.from(answer.body));
 }
 
 // Hooks of this plugin apply to the whole application, as with fastify-plugin.

@@ -122,11 +122,16 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
   };
 
   const rejected = async (view: HonoRequestView, decision: Decision, c: Context): Promise<Response> => {
-    const context: RejectedContext<Context, Context> = engine.rejectedContext(view, decision, c, c);
     const hook = decision.route.onRejected;
-    const outcome = hook === undefined ? undefined : await hook(context);
-    if (outcome instanceof Response) return outcome;
-    return new Response(context.body, { status: context.status, headers: context.headers });
+    const answer =
+      hook === undefined
+        ? engine.rejection(view, decision)
+        : engine.rejectedContext<Context, Context>(view, decision, c, c);
+    if (hook !== undefined) {
+      const outcome = await hook(answer as RejectedContext<Context, Context>);
+      if (outcome instanceof Response) return outcome;
+    }
+    return new Response(answer.body, { status: answer.status, headers: [...answer.headers] });
   };
 
   const admitted = (

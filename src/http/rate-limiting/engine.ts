@@ -9,7 +9,7 @@ import {
   type ResolvedOptions,
   resolveOptions,
 } from './options.ts';
-import { limitHeaders, rejection } from './response.ts';
+import { type Answer, limitHeaders, rejection } from './response.ts';
 import { type Result, RouteLimits } from './route.ts';
 
 /** The outcome of one request's decision. */
@@ -157,6 +157,11 @@ export class RateLimiting {
     return limitHeaders(this.options, decision.route, req, decision.lease);
   }
 
+  /** The rejection floodgate sends when no `onRejected` hook applies. */
+  rejection(req: HttpRequest, decision: Decision): Answer {
+    return rejection(this.options, decision.route, req, decision.lease!, decision.route.policy?.name);
+  }
+
   /** The context `onRejected` sees, with the answer floodgate will send unless the hook sends its own. */
   rejectedContext<Req, Res>(
     req: HttpRequest,
@@ -168,6 +173,8 @@ export class RateLimiting {
     const lease = decision.lease!;
     const policy = route.policy?.name;
     const answer = rejection(this.options, route, req, lease, policy);
+    const headers = new Headers();
+    for (const [name, value] of answer.headers) headers.append(name, value);
     return {
       request,
       response,
@@ -176,7 +183,7 @@ export class RateLimiting {
       limiter: decision.limiter,
       dryRun: this.options.dryRun,
       status: answer.status,
-      headers: answer.headers,
+      headers,
       body: answer.body,
     };
   }

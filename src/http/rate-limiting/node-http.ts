@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HttpRequest } from '../request.ts';
 import { requestTimeoutOf } from '../timeouts/registry.ts';
 import type { Decision, RateLimiting } from './engine.ts';
-import type { RejectedContext } from './options.ts';
+import type { Answer } from './response.ts';
 
 /**
  * node `IncomingMessage` plumbing shared by the node:http, Express and Fastify adapters: a lazy request view,
@@ -81,7 +81,7 @@ export function holdUntilEnd(engine: RateLimiting, res: ServerResponse, decision
 
 /**
  * Calls `onRejected` (awaited when it returns a promise) and, unless it answered by itself, sends the
- * rejection. Resolves to whether the request should go on (dry-run mode).
+ * rejection. Without a hook the answer is written straight from the engine's fields.
  */
 export function reject<Req, Res>(
   engine: RateLimiting,
@@ -91,11 +91,15 @@ export function reject<Req, Res>(
   request: Req,
   response: Res,
   sent: () => boolean,
-  write: (context: RejectedContext<Req, Res>) => void,
+  write: (answer: Answer) => void,
 ): void | Promise<void> {
-  const context = engine.rejectedContext(view, decision, request, response);
   const hook = decision.route.onRejected;
-  const outcome = hook === undefined ? undefined : hook(context);
+  if (hook === undefined) {
+    if (!engine.options.dryRun) write(engine.rejection(view, decision));
+    return;
+  }
+  const context = engine.rejectedContext(view, decision, request, response);
+  const outcome = hook(context);
   const finish = (): void => {
     if (engine.options.dryRun || sent() || res.destroyed) return;
     write(context);
@@ -105,15 +109,16 @@ export function reject<Req, Res>(
 }
 
 /** Writes a rejection on a plain node response. */
-export function writeRejection(res: ServerResponse, context: RejectedContext<unknown, unknown>): void {
+export function writeRejection(res: ServerResponse, answer: Answer): void {
   const headers: Record<string, string | string[]> = {};
-  for (const [name, value] of context.headers) {
-    // `Headers` joins repeated fields with ', ', which is right for every field we write but Set-Cookie.
-    headers[name] = name === 'set-cookie' ? context.headers.getSetCookie() : value;
+  for (const [name, value] of answer.headers) headers[name] = value;
+  // `Headers` joins repeated fields with ', ', which is right for every field but Set-Cookie.
+  if (answer.headers instanceof Headers && answer.headers.has('set-cookie')) {
+    headers['set-cookie'] = answer.headers.getSetCookie();
   }
-  headers['content-length'] = String(Buffer.byteLength(context.body));
-  res.writeHead(context.status, headers);
-  res.end(context.body);
+  headers['content-length'] = String(Buffer.byteLength(answer.body));
+  res.writeHead(answer.status, headers);
+  res.end(answer.body);
 }
 
 export function isThenable(value: unknown): value is PromiseLike<unknown> {

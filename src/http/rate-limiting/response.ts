@@ -95,6 +95,13 @@ export function policyStates(route: RouteLimits, req: HttpRequest, lease: Lease)
   return states;
 }
 
+/** A rejection to send: status, header fields (`Headers` once `onRejected` has seen them) and body. */
+export interface Answer {
+  status: number;
+  headers: Iterable<[string, string]>;
+  body: string;
+}
+
 /** The status, header fields and body of a rejection, before `onRejected` sees them. */
 export function rejection(
   options: ResolvedOptions,
@@ -102,12 +109,12 @@ export function rejection(
   req: HttpRequest,
   lease: Lease,
   policyName: string | undefined,
-): { status: number; headers: Headers; body: string } {
-  const headers = new Headers();
+): { status: number; headers: Array<[string, string]>; body: string } {
+  const headers: Array<[string, string]> = [];
   if (lease.retryAfterMs !== undefined) {
-    headers.set('Retry-After', String(retryAfterSeconds(lease.retryAfterMs)));
+    headers.push(['Retry-After', String(retryAfterSeconds(lease.retryAfterMs))]);
   }
-  for (const [name, value] of limitHeaders(options, route, req, lease)) headers.append(name, value);
+  for (const field of limitHeaders(options, route, req, lease)) headers.push(field);
   const rejecting = route.members.indexOf(lease.source as Member);
   const violated = rejecting < 0 ? [] : [route.names[rejecting]];
   const { contentType, body } = rejectionBody({
@@ -116,7 +123,7 @@ export function rejection(
     retryAfterMs: lease.retryAfterMs,
     policies: violated.length > 0 ? violated : policyName === undefined ? undefined : [policyName],
   });
-  headers.set('Content-Type', contentType);
+  headers.push(['Content-Type', contentType]);
   return { status: options.status, headers, body };
 }
 
