@@ -1,4 +1,5 @@
 import { ChainLimiter } from '../../limiters/chain.ts';
+import type { Lease } from '../../limiters/lease.ts';
 import { PartitionedLimiter } from '../../limiters/partitioned.ts';
 import { RateLimiter } from '../../limiters/rate-limiter.ts';
 import type { Attributes } from '../../telemetry.ts';
@@ -48,12 +49,9 @@ export class RouteLimits {
   readonly dryRunAttributes: Readonly<Record<Result, Attributes>>;
   readonly onRejected: OnRejected | undefined;
   /** Decides now for `req`; never waits. */
-  readonly tryAcquire: (req: HttpRequest) => import('../../limiters/lease.ts').Lease;
+  readonly tryAcquire: (req: HttpRequest) => Lease;
   /** Decides for `req`, waiting in a queue when a member has one. */
-  readonly acquire: (
-    req: HttpRequest,
-    signal: AbortSignal | undefined,
-  ) => Promise<import('../../limiters/lease.ts').Lease>;
+  readonly acquire: (req: HttpRequest, signal: AbortSignal | undefined) => Promise<Lease>;
 
   constructor(
     readonly global: Policy | undefined,
