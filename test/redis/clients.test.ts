@@ -73,3 +73,39 @@ test('bad options are TypeErrors naming the option and the value', () => {
   );
   assert.throws(() => store.chain(), /needs at least one limiter/);
 });
+
+test('tiers per key, and the optional blocked cache answers a rejected key locally until it may pass', async () => {
+  const c = await clients.ioredis(server.port);
+  let calls = 0;
+  const counting = {
+    evalsha: (...args: never[]) => {
+      calls++;
+      return (c.client as unknown as { evalsha: (...a: never[]) => Promise<unknown> }).evalsha(...args);
+    },
+    eval: (...args: never[]) =>
+      (c.client as unknown as { eval: (...a: never[]) => Promise<unknown> }).eval(...args),
+  };
+  const store = redisStore({ client: counting as never, cacheBlocked: true, timeoutMs: 2000 });
+  const tiers = store.partitioned({
+    name: uniqueName(),
+    key: (user: string) => user,
+    limiter: (user) => fixedWindow({ permitLimit: user.startsWith('vip') ? 3 : 1, window: 300 }),
+  });
+  assert.deepEqual(
+    await Promise.all(['vip1', 'vip1', 'vip1', 'vip1'].map((u) => tiers.tryAcquire(u))).then((l) =>
+      l.map((x) => x.granted),
+    ),
+    [true, true, true, false],
+  );
+  assert.equal((await tiers.tryAcquire('bob')).granted, true);
+  const rejected = await tiers.tryAcquire('bob');
+  assert.equal(rejected.granted, false);
+  const before = calls;
+  const cached = await tiers.tryAcquire('bob');
+  assert.equal(cached.granted, false);
+  assert.equal(calls, before, 'answered without Redis');
+  assert.ok(cached.retryAfterMs! > 0 && cached.retryAfterMs! <= rejected.retryAfterMs!, 'the wait left');
+  await new Promise((r) => setTimeout(r, rejected.retryAfterMs! + 20));
+  assert.equal((await tiers.tryAcquire('bob')).granted, true, 'asks Redis again once the time has passed');
+  await c.close();
+});

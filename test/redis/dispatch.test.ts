@@ -1,0 +1,79 @@
+/**
+ * The dispatcher without a server: decisions issued in one tick share one script call per slot, in order; a call
+ * that does not answer in time fails every decision in it with StoreUnavailableError, and a late answer is
+ * ignored; a failure becomes StoreUnavailableError too.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { ScriptRunner } from '../../src/redis/client.ts';
+import { Dispatcher, StoreUnavailableError } from '../../src/redis/dispatcher.ts';
+import { keySlot } from '../../src/redis/slot.ts';
+
+interface Call {
+  keys: readonly string[];
+  args: readonly string[];
+  answer(reply: unknown): void;
+  fail(error: unknown): void;
+}
+
+function fakeRunner(cluster: boolean): ScriptRunner & { calls: Call[] } {
+  const calls: Call[] = [];
+  return {
+    cluster,
+    calls,
+    run(_script, keys, args) {
+      return new Promise((resolve, reject) => calls.push({ keys, args, answer: resolve, fail: reject }));
+    },
+  };
+}
+
+test('decisions issued in one tick go in one call, in order, and each gets its own reply', async () => {
+  const runner = fakeRunner(false);
+  const dispatcher = new Dispatcher(runner, 1000, true);
+  const replies = [0, 1, 2].map((i) => dispatcher.send([`k${i}`], ['t', '1', '1', '', `a${i}`]));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(runner.calls.length, 1);
+  assert.deepEqual(runner.calls[0].keys, ['k0', 'k1', 'k2']);
+  assert.deepEqual(runner.calls[0].args.slice(0, 6), ['3', 't', '1', '1', '', 'a0']);
+  runner.calls[0].answer([['r0'], ['r1'], ['r2']]);
+  assert.deepEqual(await Promise.all(replies), [['r0'], ['r1'], ['r2']]);
+});
+
+test('in Cluster mode a tick is split per slot; without coalescing every decision is its own call', async () => {
+  const runner = fakeRunner(true);
+  const dispatcher = new Dispatcher(runner, 1000, true);
+  const keys = ['{a}x', '{b}x', '{a}y'];
+  assert.notEqual(keySlot(keys[0]), keySlot(keys[1]));
+  const replies = keys.map((k) => dispatcher.send([k], ['t']));
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(
+    runner.calls.map((c) => c.keys),
+    [['{a}x', '{a}y'], ['{b}x']],
+  );
+  runner.calls[0].answer([['a1'], ['a2']]);
+  runner.calls[1].answer([['b1']]);
+  assert.deepEqual(await Promise.all(replies), [['a1'], ['b1'], ['a2']]);
+  const single = fakeRunner(false);
+  const plain = new Dispatcher(single, 1000, false);
+  plain.send(['x'], ['t']).catch(() => {});
+  plain.send(['y'], ['t']).catch(() => {});
+  assert.equal(single.calls.length, 2);
+});
+
+test('a call past its deadline fails its decisions with StoreUnavailableError; a late answer is ignored', async () => {
+  const runner = fakeRunner(false);
+  const dispatcher = new Dispatcher(runner, 20, true);
+  const reply = dispatcher.send(['k'], ['t']);
+  await assert.rejects(
+    reply,
+    (error: unknown) => error instanceof StoreUnavailableError && /20 ms/.test(String(error)),
+  );
+  runner.calls[0].answer([['late']]);
+  const failing = dispatcher.send(['k'], ['t']);
+  await new Promise((r) => setImmediate(r));
+  runner.calls[1].fail(new Error('Connection is closed.'));
+  await assert.rejects(
+    failing,
+    (error: unknown) => error instanceof StoreUnavailableError && /Connection is closed/.test(String(error)),
+  );
+});
