@@ -128,8 +128,7 @@ async function compare(
       const key = `k${s.key}`;
       const remote = await redis(n, key);
       const local = memory(n, key);
-      if (process.env.DEBUG_TWIN && JSON.stringify(fields(remote)) !== JSON.stringify(fields(local)))
-        console.log(i, n, clock.now(), fields(remote), fields(local), steps);
+      console.log(i, n, clock.now(), fields(remote), fields(local), steps);
       assert.deepEqual(fields(remote), fields(local), `step ${i} at t=${clock.now()}: ${n} for ${key}`);
       if (local.granted) held.push([local, remote]);
     }
