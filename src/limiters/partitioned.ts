@@ -35,6 +35,8 @@ const REJECTED = -1;
 export class PartitionedLimiter<R> {
   private readonly keyOf: (resource: R) => string;
   private readonly specOf: (key: string) => LimiterSpec;
+  /** The spec every partition is built from, or undefined when it is chosen per key (tiers). */
+  readonly spec: LimiterSpec | undefined;
   private readonly map = new Map<string, number>();
   private readonly cores: LimiterCore[] = [];
   private readonly slotKeys: (string | undefined)[][] = [];
@@ -62,6 +64,7 @@ export class PartitionedLimiter<R> {
       );
     }
     const limiter = options.limiter;
+    this.spec = isSpec(limiter) ? limiter : undefined;
     if (typeof limiter === 'function') this.specOf = limiter;
     else if (isSpec(limiter)) this.specOf = () => limiter;
     else {
