@@ -109,3 +109,26 @@ test('tiers per key, and the optional blocked cache answers a rejected key local
   assert.equal((await tiers.tryAcquire('bob')).granted, true, 'asks Redis again once the time has passed');
   await c.close();
 });
+
+test('keys expire on their own once their state is back to full (TTL = time to full + 1 s)', async () => {
+  const c = await clients.ioredis(server.port);
+  const store = redisStore({ client: c.client, timeoutMs: 2000, prefix: 'ttl:' });
+  const window = store.limiter(fixedWindow({ permitLimit: 5, window: 300 }), { name: uniqueName() });
+  const bucket = store.limiter(tokenBucket({ tokenLimit: 4, tokensPerPeriod: 1, period: 200 }), {
+    name: uniqueName(),
+  });
+  await window.tryAcquire();
+  await window.tryAcquire(); // same window: the expiry stands
+  await bucket.tryAcquire(3); // 3 periods to full
+  const ttls = new Map<string, number>();
+  for (const key of (await c.command('KEYS', 'ttl:*')) as string[]) {
+    ttls.set(key, Number(await c.command('PTTL', key)));
+  }
+  const windowTtl = ttls.get(`ttl:{${window.name}}`)!;
+  const bucketTtl = ttls.get(`ttl:{${bucket.name}}`)!;
+  assert.ok(windowTtl > 1000 && windowTtl <= 1300, `window key TTL ${windowTtl}`);
+  assert.ok(bucketTtl > 1400 && bucketTtl <= 1600, `bucket key TTL ${bucketTtl}`);
+  await new Promise((r) => setTimeout(r, 1700));
+  assert.deepEqual(await c.command('KEYS', 'ttl:*'), [], 'idle keys are gone');
+  await c.close();
+});

@@ -42,16 +42,16 @@ local function member(base, key, now)
   local c = spec(ARGV[base])
   -- One constructor with every field: a table grown field by field rehashes, and that costs more than the
   -- algorithm itself.
-  local m = { a = c.a, c = c, key = key, blocked = ARGV[base + 2] == '1', lease = ARGV[base + 3], dirty = false, s = false }
+  local m = { a = c.a, c = c, key = key, blocked = ARGV[base + 2] == '1', lease = ARGV[base + 3], dirty = false, s = false, keepTtl = false }
   if c.cc then
     m.s = loadLeases(key, now)
     return m
   end
   local a = m.a
   local s = readState(key, a.width(c))
-  local before
+  local before, second
   if s then
-    before = s[1]
+    before, second = s[1], s[2]
   else
     -- A fresh state, anchored where memory anchors it: the limiter's origin when known, else now.
     s = {}
@@ -63,6 +63,7 @@ local function member(base, key, now)
   -- and fractional segments round differently if two steps are taken as one).
   m.dirty = s[1] ~= before
   m.s = s
+  m.keepTtl = before ~= nil and a.sameExpiry ~= nil and a.sameExpiry(c, before, second, s)
   return m
 end
 
@@ -71,7 +72,7 @@ local function save(m, now)
   m.dirty = false
   local ttl = math.ceil(m.a.resetAfter(m.c, m.s, now))
   if ttl ~= ttl or ttl < 1 then ttl = 1 end
-  writeState(m.key, m.s, ttl + m.c.pad)
+  writeState(m.key, m.s, ttl + m.c.pad, m.keepTtl)
 end
 
 local function canGrant(m, permits, need)

@@ -29,5 +29,7 @@ local FW = {
     return s[1] + m.p1 - now
   end,
   isFull = function(m, s) return s[2] <= 0 end,
+  -- Same window, and the stored TTL was already its end (count > 0): the key's expiry stands (SET KEEPTTL).
+  sameExpiry = function(m, oldStart, oldCount, s) return oldStart == s[1] and oldCount > 0 end,
 }
 `;
