@@ -33,9 +33,7 @@ export interface HonoRateLimiting extends MiddlewareHandler {
 }
 
 const kMarker: unique symbol = Symbol.for('floodgate.rateLimitMarker') as never;
-const kDecided = Symbol.for('floodgate.rateLimited');
 type Marked = { [kMarker]?: { engine: RateLimiting; route: RouteLimits } };
-type DecidedContext = Context & { [kDecided]?: { engine: RateLimiting; route: RouteLimits } };
 
 /** The {@link HttpRequest} view of a Hono request; the socket address comes from `@hono/node-server`. */
 class HonoRequestView implements HttpRequest {
@@ -95,10 +93,13 @@ function waitSignal(c: Context): AbortSignal | undefined {
 export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimiting {
   const engine = new RateLimiting(options as RateLimitingOptions);
   let markers = 0;
+  // Requests this engine decided, and with what. A WeakMap rather than a property: Hono's Context is a hot
+  // object whose shape should not change under its feet.
+  const decidedWith = new WeakMap<Context, RouteLimits>();
 
   // Synchronous until something has to wait: most requests are decided without a Promise of floodgate's own.
   const decide = (route: RouteLimits, c: Context, next: () => Promise<void>): Promise<Response | void> => {
-    (c as DecidedContext)[kDecided] = { engine, route };
+    decidedWith.set(c, route);
     if (route.unlimited) return next();
     const view = new HonoRequestView(c);
     const pending = engine.decide(view, route, () => waitSignal(c));
@@ -166,8 +167,7 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
   };
 
   const middleware: MiddlewareHandler = (c, next) => {
-    const prior = (c as DecidedContext)[kDecided];
-    if (prior !== undefined && prior.engine === engine) return next();
+    if (decidedWith.has(c)) return next();
     let route = engine.defaultRoute;
     if (markers > 0) {
       for (const matched of c.req.matchedRoutes) {
@@ -184,9 +184,9 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
   const marker = (route: RouteLimits): MiddlewareHandler => {
     markers++;
     const handle: MiddlewareHandler = (c, next) => {
-      const prior = (c as DecidedContext)[kDecided];
-      if (prior === undefined || prior.engine !== engine) return decide(route, c, next);
-      if (prior.route === route) return next();
+      const prior = decidedWith.get(c);
+      if (prior === undefined) return decide(route, c, next);
+      if (prior === route) return next();
       throw new Error(
         `floodgate: this route requires rate-limiting policy ${JSON.stringify(route.policy?.name ?? 'none')} but the ` +
           'request was already decided by another marker; global and route policy must be decided together',
