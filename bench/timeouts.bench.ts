@@ -3,6 +3,7 @@
  *
  *   npm run bench:timeouts                       # all frameworks, 5 rounds of 5 s
  *   ROUNDS=3 DURATION=4 CONNECTIONS=50 FRAMEWORKS=express,hono npm run bench:timeouts
+ *   PROFILE=0 (skip the profile) · PROFILE_DURATION=5 · PROFILE_DETAIL=1 (floodgate's top functions)
  *
  * Each server runs in its own child process on a free loopback port, so that autocannon (in this process)
  * and the server do not share a core. Contenders run in alternation, round after round, and the medians of
@@ -122,7 +123,9 @@ if (process.argv[2] === '--serve') {
   const server = await variant.start();
   // CPU time spent by this server, asked for before and after each run: on a shared machine it is a steadier
   // measure of cost per request than requests/s.
-  process.on('message', () => {
+  process.on('message', (message) => {
+    // A normal exit, so that --cpu-prof writes its profile.
+    if (message === 'exit') process.exit(0);
     const { user, system } = process.cpuUsage();
     process.send!({ cpu: user + system });
   });
@@ -197,6 +200,95 @@ async function main(): Promise<void> {
   } finally {
     for (const child of children) child.kill();
   }
+  const profileSeconds = Number(process.env.PROFILE_DURATION ?? 5);
+  if (process.env.PROFILE !== '0') await profile(frameworks, profileSeconds, connections);
+}
+
+/**
+ * The share of the server's CPU samples spent in floodgate's code (and the Node internals it calls), under the
+ * same load. A ratio within one process, so it holds on a machine too busy for requests/s to.
+ */
+async function profile(frameworks: string[], duration: number, connections: number): Promise<void> {
+  const { mkdtempSync, readdirSync, readFileSync, statSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  console.log(`\nfloodgate's share of server CPU, from --cpu-prof under ${duration} s of load:`);
+  for (const framework of frameworks) {
+    const dir = mkdtempSync(join(tmpdir(), 'floodgate-prof-'));
+    const child = fork(fileURLToPath(import.meta.url), ['--serve', framework, 'floodgate'], {
+      execArgv: ['--cpu-prof', '--cpu-prof-dir', dir, '--import', 'tsx'],
+      stdio: 'inherit',
+    });
+    const port = await new Promise<number>((resolve) =>
+      child.once('message', (m: { port: number }) => resolve(m.port)),
+    );
+    await load(port, 1, connections);
+    await load(port, duration, connections);
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.send('exit');
+    await exited;
+    // tsx runs a loader thread that writes its own profile; the server's is the largest.
+    const file = readdirSync(dir)
+      .map((f) => join(dir, f))
+      .sort((a, b) => statSync(b).size - statSync(a).size)[0];
+    const share = floodgateShare(JSON.parse(readFileSync(file, 'utf8')));
+    console.log(`${framework.padEnd(9)} ${(100 * share).toFixed(2)} % of busy samples`);
+  }
+}
+
+interface CpuProfile {
+  nodes: Array<{ id: number; callFrame: { url: string; functionName: string }; children?: number[] }>;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+function floodgateShare(profile: CpuProfile): number {
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  // A sample is floodgate's when, going up from the running function, the first frame that is not Node's own
+  // (node: internals, natives) is floodgate's. So what floodgate calls in Node counts, but the framework or the
+  // handler that floodgate's `next()` runs does not.
+  const kind = (url: string): 'ours' | 'theirs' | 'node' =>
+    url.includes('/node_modules/') || url.includes('/bench/')
+      ? 'theirs'
+      : url.includes('/src/')
+        ? 'ours'
+        : 'node';
+  const inside = new Map<number, boolean>();
+  const isInside = (id: number): boolean => {
+    let known = inside.get(id);
+    if (known === undefined) {
+      const k = kind(byId.get(id)!.callFrame.url);
+      const up = parent.get(id);
+      known = k === 'ours' || (k === 'node' && up !== undefined && isInside(up));
+      inside.set(id, known);
+    }
+    return known;
+  };
+  let busy = 0;
+  let floodgate = 0;
+  const detail = new Map<string, number>();
+  profile.samples.forEach((id, i) => {
+    const name = byId.get(id)!.callFrame.functionName;
+    if (name === '(idle)' || name === '(program)' || name === '(garbage collector)') return;
+    const dt = profile.timeDeltas[i] ?? 0;
+    busy += dt;
+    if (isInside(id)) {
+      floodgate += dt;
+      if (process.env.PROFILE_DETAIL) {
+        const f = byId.get(id)!.callFrame;
+        const key = `${f.functionName} ${f.url.split('/').slice(-2).join('/')}`;
+        detail.set(key, (detail.get(key) ?? 0) + dt);
+      }
+    }
+  });
+  if (process.env.PROFILE_DETAIL) {
+    for (const [key, dt] of [...detail].sort((a, b) => b[1] - a[1]).slice(0, 12)) {
+      console.log(`    ${((100 * dt) / busy).toFixed(2)} %  ${key}`);
+    }
+  }
+  return floodgate / busy;
 }
 
 async function load(
