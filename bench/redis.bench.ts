@@ -32,6 +32,16 @@ interface Row {
   perSecond: number;
   p50: number;
   p99: number;
+  /** redis-server CPU time (user + sys) per decision: steadier than throughput on a busy machine. */
+  serverCpuUs: number;
+}
+
+/** redis-server's CPU time so far, in microseconds (INFO cpu). */
+async function serverCpu(): Promise<number> {
+  const info = String(await client.info('cpu'));
+  const user = Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]);
+  const sys = Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]);
+  return (user + sys) * 1e6;
 }
 
 async function measure(name: string, inflight: number, decide: Decide): Promise<Row> {
@@ -49,18 +59,20 @@ async function measure(name: string, inflight: number, decide: Decide): Promise<
       done++;
     }
   };
+  const cpuBefore = await serverCpu();
   const started = performance.now();
   await Promise.all(Array.from({ length: inflight }, loop));
   const elapsed = (performance.now() - started) / 1000;
+  const serverCpuUs = ((await serverCpu()) - cpuBefore) / done;
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
-  return { name, inflight, perSecond: done / elapsed, p50: at(0.5), p99: at(0.99) };
+  return { name, inflight, perSecond: done / elapsed, p50: at(0.5), p99: at(0.99), serverCpuUs };
 }
 
 function print(row: Row, baseline?: Row): void {
   const ratio = baseline ? `${((100 * row.perSecond) / baseline.perSecond).toFixed(0)} % of raw` : '';
   console.log(
-    `  ${row.name.padEnd(46)} ${String(row.inflight).padStart(3)} in flight ${Math.round(row.perSecond).toLocaleString('en').padStart(9)} /s   p50 ${row.p50.toFixed(3)} ms   p99 ${row.p99.toFixed(3)} ms   ${ratio}`,
+    `  ${row.name.padEnd(46)} ${String(row.inflight).padStart(3)} in flight ${Math.round(row.perSecond).toLocaleString('en').padStart(9)} /s   p50 ${row.p50.toFixed(3)} ms   p99 ${row.p99.toFixed(3)} ms   server ${row.serverCpuUs.toFixed(1)} µs CPU/decision   ${ratio}`,
   );
 }
 
