@@ -24,12 +24,6 @@ export class Decision {
     readonly result: Result,
   ) {}
 
-  /** Whether the request may proceed (granted, not limited, or dry run). */
-  admitted(dryRun: boolean): boolean {
-    if (this.result === 'canceled') return false;
-    return this.lease === undefined || this.lease.granted || dryRun;
-  }
-
   /** Which limiter rejected: `'global'` or `'endpoint'`. */
   get limiter(): 'global' | 'endpoint' {
     return this.result === 'global_limiter' ? 'global' : 'endpoint';
