@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { clientIp } from '../../src/http/client-ip.ts';
 import { concurrency, fixedWindow, partitioned, slidingWindow, tokenBucket } from '../../src/index.ts';
-import { type AppSpec, adapters, get, type Running } from './apps.ts';
+import { type AppSpec, adapters, get } from './apps.ts';
 
 /** A clock the test moves by hand (no queue on these limiters, so no timers to move along). */
 function clock(start = 0) {
