@@ -1,3 +1,19 @@
+// The client-key and header helpers rate limiting is built with, so `floodgate/http` is the one place to import from.
+export { type ClientIpOptions, clientIp, type ForwardedHeader, UNKNOWN_CLIENT } from '../client-ip.ts';
+export { headerValue, UNVALIDATED_KEY, type ValidatedKeyOptions, validatedKey } from '../keys.ts';
+export {
+  type HeaderStyle,
+  type PartitionKeyHasher,
+  type PartitionKeyHasherOptions,
+  type PolicyState,
+  partitionKeyHasher,
+  QUOTA_EXCEEDED_TYPE,
+  type QuotaUnit,
+  rateLimitHeaders,
+  rejectionBody,
+  retryAfterSeconds,
+} from '../ratelimit-headers.ts';
+export type { HttpRequest } from '../request.ts';
 export { Decision, RateLimiting } from './engine.ts';
 export type {
   HttpLimiter,
