@@ -53,7 +53,9 @@ const visible = (s: string): number => s.replace(ESCAPE, '').length;
 
 /** Wraps `text` to the terminal width (at most 100 columns), indenting every line by `indent`. */
 export function wrap(text: string, indent: string): string {
-  const width = Math.min(100, stream.columns ?? 100) - indent.length;
+  // `columns` is 0 or undefined when the terminal does not say (a pseudo-terminal under `script`, a pipe).
+  const columns = stream.columns > 0 ? stream.columns : 100;
+  const width = Math.max(40, Math.min(100, columns) - indent.length);
   const lines: string[] = [];
   let line = '';
   for (const word of text.split(/\s+/)) {

@@ -1,4 +1,4 @@
-import { bold, clearProgress, dim, magenta, print, setProgress } from '../ui.ts';
+import { bold, clearProgress, dim, magenta, print } from '../ui.ts';
 import { defaults } from './01-defaults.ts';
 import { retryAfter } from './02-retry-after.ts';
 import { boundary } from './03-boundary.ts';
@@ -40,9 +40,8 @@ export async function runTour(only?: readonly number[]): Promise<void> {
   );
   try {
     for (const [n, chapter] of selected) {
-      setProgress(
-        `  [${'■'.repeat(n - 1)}${'□'.repeat(chapters.length - n + 1)}] ${n}/${chapters.length} ${chapter.title} · ${tour.requests} requests so far`,
-      );
+      tour.chapter = `  [${'■'.repeat(n)}${'□'.repeat(chapters.length - n)}] ${n}/${chapters.length} ${chapter.title}`;
+      tour.progress();
       print();
       print(`${magenta(`${n}/${chapters.length}`)}  ${bold(chapter.title)}`);
       try {

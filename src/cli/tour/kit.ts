@@ -2,7 +2,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { rateLimiting } from '../../adapters/node/rate-limiting.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
-import { bold, cyan, dim, print, status, wrap } from '../ui.ts';
+import { bold, cyan, dim, print, setProgress, status, wrap } from '../ui.ts';
 
 /**
  * What every chapter of the tour uses: a clock the tour can move forward (so time-based lessons need no
@@ -57,6 +57,8 @@ function handler(req: IncomingMessage, res: ServerResponse): void {
 export class Tour {
   readonly clock = new TourClock();
   requests = 0;
+  /** What the progress line says about the chapter in progress. */
+  chapter = '';
   #servers: http.Server[] = [];
   readonly #agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 
@@ -101,6 +103,7 @@ export class Tour {
               const headers: Record<string, string> = {};
               for (const [name, value] of Object.entries(res.headers)) headers[name] = String(value);
               this.requests++;
+              if (this.requests % 20 === 0) this.progress();
               resolve({
                 index: i,
                 status: res.statusCode ?? 0,
@@ -114,12 +117,18 @@ export class Tour {
         );
         req.on('error', reject);
       });
+    let answers: Answer[];
     if (spec.parallel === false) {
-      const answers: Answer[] = [];
+      answers = [];
       for (let i = 0; i < count; i++) answers.push(await one(i));
-      return answers;
-    }
-    return Promise.all(Array.from({ length: count }, (_, i) => one(i)));
+    } else answers = await Promise.all(Array.from({ length: count }, (_, i) => one(i)));
+    this.progress();
+    return answers;
+  }
+
+  /** Refreshes the progress line (on a TTY). */
+  progress(): void {
+    setProgress(`${this.chapter} · ${this.requests} requests sent`);
   }
 
   /** Closes this chapter's servers. */
