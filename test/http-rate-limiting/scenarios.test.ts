@@ -202,6 +202,37 @@ const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'onRejected may answer by itself, and then floodgate sends nothing',
+    spec: () => {
+      const global = fixedWindow({ permitLimit: 1, window: '1m' });
+      return {
+        spec: {
+          options: {
+            global,
+            onRejected: (ctx) => {
+              // biome-ignore lint/suspicious/noExplicitAny: one hook for every framework's response object
+              const r = ctx.response as any;
+              if (typeof r.code === 'function' && typeof r.send === 'function')
+                r.code(402).send('paid'); // Fastify
+              else if (typeof r.text === 'function' && 'req' in r)
+                return new Response('paid', { status: 402 }); // Hono
+              else {
+                r.statusCode = 402; // node:http, Express
+                r.end('paid');
+              }
+            },
+          },
+          routes: [{ path: '/a' }],
+        },
+        check: async (base) => {
+          assert.equal((await get(`${base}/a`)).status, 200);
+          const own = await get(`${base}/a`);
+          assert.deepEqual([own.status, own.body], [402, 'paid']);
+        },
+      };
+    },
+  },
+  {
     name: 'Retry-After per algorithm: sliding window and token bucket say when, concurrency does not',
     spec: () => {
       const c = clock();
