@@ -154,6 +154,7 @@ for (const [clientName, connect] of Object.entries(clients)) {
           .since(t)
           .slice(5)
           .every((l) => l.reason === 'unavailable'),
+        'fail-closed rejects while paused',
       );
       server.resume();
       t = performance.now();

@@ -24,6 +24,7 @@ after(async () => {
 });
 
 const sum = (reports: { granted: number }[]) => reports.reduce((total, r) => total + r.granted, 0);
+const errors = (reports: { errors: number }[]) => reports.reduce((total, r) => total + r.errors, 0);
 
 for (const kind of ['fixed', 'sliding', 'stepped', 'continuous'] as const) {
   test(`${kind}: ${WORKERS} processes on one key are admitted exactly the limit`, async () => {
@@ -36,12 +37,15 @@ for (const kind of ['fixed', 'sliding', 'stepped', 'continuous'] as const) {
       inflight: 16,
     };
     const reports = await workers.run(job);
+    // The invariant, whatever the schedule (on a busy machine one worker may finish before another starts):
+    // the workers together were admitted exactly the limit, each ran until the budget was spent, and Redis
+    // answered every decision itself.
     assert.equal(sum(reports), 300, JSON.stringify(reports.map((r) => r.granted)));
     assert.ok(
       reports.every((r) => r.rejected > 0),
-      'every worker was turned away at some point',
+      `every worker ran until turned away: ${JSON.stringify(reports.map((r) => r.rejected))}`,
     );
-    assert.ok(reports.filter((r) => r.granted > 0).length >= 2, 'the budget was shared, not taken by one');
+    assert.equal(errors(reports), 0, 'no decision fell back to onUnavailable');
   });
 }
 
@@ -58,7 +62,8 @@ test(`concurrency: ${WORKERS} processes never hold more than the limit, and use 
   const maxHeld = Math.max(...reports.map((r) => r.maxHeld));
   assert.ok(maxHeld <= 5, `held at most ${maxHeld}`);
   assert.equal(maxHeld, 5, 'the limit was reached');
-  assert.ok(sum(reports) > 20, 'sum(reports) > 20');
+  assert.ok(sum(reports) > 20, `only ${sum(reports)} leases granted`);
+  assert.equal(errors(reports), 0, 'no decision fell back to onUnavailable');
 });
 
 test('chain over Redis from 4 processes: rejections burn nothing in any member', async () => {
@@ -73,7 +78,8 @@ test('chain over Redis from 4 processes: rejections burn nothing in any member',
     inflight: 16,
   };
   const reports = await workers.run(job);
-  assert.equal(sum(reports), 100);
+  assert.equal(sum(reports), 100, JSON.stringify(reports.map((r) => r.granted)));
+  assert.equal(errors(reports), 0, 'no decision fell back to onUnavailable');
   const client = new Redis({ port: server.port });
   const store = redisStore({ client, timeoutMs: 5000 });
   const perUser = store.partitioned({
@@ -83,7 +89,7 @@ test('chain over Redis from 4 processes: rejections burn nothing in any member',
   });
   for (const user of ['ann', 'bob', 'cid', 'dee']) {
     const granted = reports.reduce((total, r) => total + (r.byUser[user] ?? 0), 0);
-    assert.ok(granted <= 40, 'granted <= 40');
+    assert.ok(granted <= 40, `${user}: granted ${granted} of 40`);
     const { available } = await perUser.statistics(user);
     assert.equal(available, 40 - granted, `${user}: consumed exactly what was granted`);
   }
