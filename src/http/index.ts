@@ -1,2 +1,2 @@
-export * from './timeouts/index.ts';
 export * from './rate-limiting/index.ts';
+export * from './timeouts/index.ts';
