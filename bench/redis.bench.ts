@@ -1,7 +1,8 @@
 /**
  * `npm run bench:redis`: decisions per second and p50/p99 latency at 1 and 64 in flight, one Node process, one
  * ioredis connection, one redis-server started here (no persistence): floodgate's Redis store (per call and
- * coalesced, single limiter and a 2-member chain) against the raw EVALSHA of a minimal fixed-window script,
+ * coalesced, single limiter and a 2-member chain; by FCALL of its Redis Function) against the raw EVALSHA of a
+ * minimal fixed-window script,
  * rate-limiter-flexible's RateLimiterRedis and rate-limit-redis; then redis-benchmark running the same scripts
  * (the server's own limit, with and without pipelining). Every request is granted (limits far above the load)
  * over 1000 keys, so each library does its full work per call. BENCH_MS sets each run's length (default 3000).
@@ -81,6 +82,7 @@ const client = new Redis({ port: server.port });
 try {
   const rawSha = String(await client.script('LOAD', RAW_FIXED_WINDOW));
   await client.script('LOAD', DECIDE_SCRIPT.source);
+  await client.call('FUNCTION', 'LOAD', 'REPLACE', DECIDE_SCRIPT.library);
   const limit = 1_000_000_000;
   const perCall = redisStore({ client, coalesce: false, timeoutMs: 1000 });
   const coalesced = redisStore({ client, coalesce: true, timeoutMs: 1000 });
@@ -142,6 +144,10 @@ try {
     [
       'floodgate decide script, 1 decision',
       ['EVALSHA', DECIDE_SCRIPT.sha, '1', 'fg:{__rand_int__}', '1', ...args],
+    ],
+    [
+      'floodgate decide function, 1 decision',
+      ['FCALL', DECIDE_SCRIPT.fn, '1', 'fg:{__rand_int__}', '1', ...args],
     ],
   ];
   console.log('\nredis-benchmark, 64 connections, 1000 keys');

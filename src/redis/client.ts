@@ -2,8 +2,8 @@ import { describe } from '../duration.ts';
 import type { Script } from './script.ts';
 
 /**
- * What the store needs from a Redis client: run a script over keys in one round trip, and whether the client
- * talks to a Cluster (then every call's keys must share a slot, and batches are split per slot).
+ * What the store needs from a Redis client: run the decision code over keys in one round trip, and whether the
+ * client talks to a Cluster (then every call's keys must share a slot, and batches are split per slot).
  */
 export interface ScriptRunner {
   readonly cluster: boolean;
@@ -14,21 +14,45 @@ export interface ScriptRunner {
 export interface IoRedisLike {
   evalsha(sha: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
   eval(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  /** Any command (`FCALL`, `FUNCTION LOAD`); without it the adapter keeps to scripts. */
+  call?(command: string, ...args: string[]): Promise<unknown>;
+  /** A Cluster's nodes (to load the Function on every master). */
+  nodes?(role: 'master'): { call(command: string, ...args: string[]): Promise<unknown> }[];
 }
 
 /** The methods of node-redis (`createClient` and `createCluster`, v4 to v6) the adapter uses. */
 export interface NodeRedisLike {
   evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  /** `FCALL` (node-redis >= 4.1); without it the adapter keeps to scripts. */
+  fCall?(name: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  /** `FUNCTION LOAD` on a single-node client. */
+  functionLoad?(code: string, options: { REPLACE: boolean }): Promise<unknown>;
+  /** A Cluster's masters and a client for one of them (to load the Function on every master). */
+  masters?: unknown[];
+  nodeClient?(node: unknown): NodeRedisLike | Promise<NodeRedisLike>;
 }
 
 /** An ioredis or node-redis client (single node or Cluster). */
 export type RedisClientLike = IoRedisLike | NodeRedisLike;
 
+/** How one client runs the decision code: as a Function, or as a script. */
+interface Calls {
+  cluster: boolean;
+  /** `FCALL`, if the client can send it. */
+  fcall?(fn: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  /** `FUNCTION LOAD REPLACE` on every node that may run a decision (every master of a Cluster). */
+  load?(library: string): Promise<void>;
+  evalsha(sha: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  eval(source: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+}
+
 /**
- * Wraps an ioredis or node-redis client. Scripts go by `EVALSHA`; a `NOSCRIPT` answer (a fresh node, a
- * failover, `SCRIPT FLUSH`) is retried once with `EVAL`, which also loads the script on the node that answered,
- * so every node of a Cluster loads it on first use without a separate `SCRIPT LOAD` pass.
+ * Wraps an ioredis or node-redis client. Decisions go by `FCALL` to a Redis Function (Redis >= 7): the Lua
+ * tables and closures are built once per load, not per call. A node without it (a fresh node, a failover to one
+ * that never saw the load, `FUNCTION FLUSH`) answers "Function not found": the library is loaded — on every
+ * master of a Cluster — and the call retried. A server that has no Functions (Redis 6) or an ACL that forbids
+ * them switches the client to scripts for good: `EVALSHA`, and `EVAL` after `NOSCRIPT`.
  */
 export function scriptRunner(client: unknown): ScriptRunner {
   if (client === null || typeof client !== 'object') {
@@ -37,51 +61,130 @@ export function scriptRunner(client: unknown): ScriptRunner {
     );
   }
   const c = client as Record<string, unknown>;
-  if (typeof c.evalsha === 'function' && typeof c.eval === 'function') return ioredis(client as IoRedisLike);
+  if (typeof c.evalsha === 'function' && typeof c.eval === 'function')
+    return runner(ioredis(client as IoRedisLike));
   if (typeof c.evalSha === 'function' && typeof c.eval === 'function') {
-    return nodeRedis(client as NodeRedisLike);
+    return runner(nodeRedis(client as NodeRedisLike));
   }
   throw new TypeError(
     'redisStore: client must be an ioredis client (new Redis() / new Cluster()) or a node-redis client (createClient() / createCluster()); got an object with neither evalsha nor evalSha',
   );
 }
 
-function ioredis(client: IoRedisLike): ScriptRunner {
+function runner(calls: Calls): ScriptRunner {
+  let functions = calls.fcall !== undefined && calls.load !== undefined;
+  // One load at a time, shared by every call that found the Function missing.
+  let loading: Promise<void> | undefined;
+  const load = (library: string) => {
+    loading ??= calls.load!(library).finally(() => {
+      loading = undefined;
+    });
+    return loading;
+  };
+  const viaScript = async (script: Script, keys: readonly string[], args: readonly string[]) => {
+    try {
+      return await calls.evalsha(script.sha, keys, args);
+    } catch (error) {
+      if (!isNoScript(error)) throw error;
+      return calls.eval(script.source, keys, args);
+    }
+  };
+  return {
+    cluster: calls.cluster,
+    async run(script, keys, args) {
+      if (!functions) return viaScript(script, keys, args);
+      try {
+        return await calls.fcall!(script.fn, keys, args);
+      } catch (error) {
+        if (noFunctions(error)) {
+          functions = false;
+          return viaScript(script, keys, args);
+        }
+        if (!isNoFunction(error)) throw error;
+      }
+      try {
+        await load(script.library);
+      } catch (error) {
+        if (!noFunctions(error)) throw error;
+        functions = false;
+        return viaScript(script, keys, args);
+      }
+      return calls.fcall!(script.fn, keys, args);
+    },
+  };
+}
+
+function ioredis(client: IoRedisLike): Calls {
   // ioredis' Cluster class is named Cluster and has `nodes()`; a plain Redis has neither.
   const cluster =
     (client as { constructor?: { name?: string } }).constructor?.name === 'Cluster' ||
-    typeof (client as { nodes?: unknown }).nodes === 'function';
+    typeof client.nodes === 'function';
+  const call = typeof client.call === 'function' ? client.call.bind(client) : undefined;
+  const nodes = cluster
+    ? typeof client.nodes === 'function'
+      ? () => client.nodes!('master')
+      : undefined
+    : () => [client as Required<IoRedisLike>];
   return {
     cluster,
-    async run(script, keys, args) {
-      try {
-        return await client.evalsha(script.sha, keys.length, ...keys, ...args);
-      } catch (error) {
-        if (!isNoScript(error)) throw error;
-        return client.eval(script.source, keys.length, ...keys, ...args);
-      }
-    },
+    fcall: call && ((fn, keys, args) => call('FCALL', fn, String(keys.length), ...keys, ...args)),
+    load:
+      call &&
+      nodes &&
+      (async (library) => {
+        await Promise.all(nodes().map((node) => node.call('FUNCTION', 'LOAD', 'REPLACE', library)));
+      }),
+    evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
+    eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
   };
 }
 
-function nodeRedis(client: NodeRedisLike): ScriptRunner {
+function nodeRedis(client: NodeRedisLike): Calls {
   // node-redis' cluster exposes its masters; a single-node client does not.
   const cluster =
     'masters' in (client as object) || typeof (client as { getMasters?: unknown }).getMasters === 'function';
+  const options = (keys: readonly string[], args: readonly string[]) => ({
+    keys: keys as string[],
+    arguments: args as string[],
+  });
+  let load: Calls['load'];
+  if (!cluster && typeof client.functionLoad === 'function') {
+    load = async (library) => {
+      await client.functionLoad!(library, { REPLACE: true });
+    };
+  } else if (cluster && Array.isArray(client.masters) && typeof client.nodeClient === 'function') {
+    load = async (library) => {
+      await Promise.all(
+        client.masters!.map(async (master) => {
+          const node = await client.nodeClient!(master);
+          await node.functionLoad!(library, { REPLACE: true });
+        }),
+      );
+    };
+  }
+  const fCall = typeof client.fCall === 'function' ? client.fCall.bind(client) : undefined;
   return {
     cluster,
-    async run(script, keys, args) {
-      const options = { keys: keys as string[], arguments: args as string[] };
-      try {
-        return await client.evalSha(script.sha, options);
-      } catch (error) {
-        if (!isNoScript(error)) throw error;
-        return client.eval(script.source, options);
-      }
-    },
+    fcall: fCall && ((fn, keys, args) => fCall(fn, options(keys, args))),
+    load,
+    evalsha: (sha, keys, args) => client.evalSha(sha, options(keys, args)),
+    eval: (source, keys, args) => client.eval(source, options(keys, args)),
   };
 }
 
+const message = (error: unknown) => (error instanceof Error ? error.message : '');
+
 function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+  return message(error).startsWith('NOSCRIPT');
+}
+
+/** The node does not have the library (yet): load it and retry. */
+function isNoFunction(error: unknown): boolean {
+  return message(error).startsWith('ERR Function not found');
+}
+
+/** The server has no Functions (Redis < 7), or an ACL forbids FCALL / FUNCTION LOAD: use scripts. */
+function noFunctions(error: unknown): boolean {
+  const text = message(error);
+  return /^ERR unknown command/i.test(text) || text.startsWith('NOPERM');
 }

@@ -1,6 +1,7 @@
 /** Both clients, ioredis and node-redis: the same decisions, scripts reloaded after SCRIPT FLUSH, chains. */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import type { Redis } from 'ioredis';
 import { fixedWindow, tokenBucket } from '../../src/index.ts';
 import { redisStore } from '../../src/redis/index.ts';
 import { RedisServer } from '../support/redis-server.ts';
@@ -14,7 +15,7 @@ before(async () => {
 after(() => server.stop());
 
 for (const [name, connect] of Object.entries(clients)) {
-  test(`${name}: decides, reloads its script after SCRIPT FLUSH, and runs chains in one call`, async () => {
+  test(`${name}: decides, reloads its code after SCRIPT FLUSH and FUNCTION FLUSH, runs chains in one call`, async () => {
     const c = await connect(server.port);
     const errors: Error[] = [];
     const store = redisStore({ client: c.client, onError: (e) => errors.push(e), timeoutMs: 2000 });
@@ -23,11 +24,14 @@ for (const [name, connect] of Object.entries(clients)) {
       (await Promise.all([1, 2, 3].map(() => limiter.tryAcquire()))).map((l) => l.granted),
       [true, true, false],
     );
+    assert.equal(((await c.command('FUNCTION', 'LIST')) as unknown[]).length, 1, 'one library loaded');
     await c.command('SCRIPT', 'FLUSH');
+    await c.command('FUNCTION', 'FLUSH');
     const after = await limiter.tryAcquire();
     assert.equal(after.granted, false);
     assert.equal(after.reason, 'limit', 'answered by Redis, not by onUnavailable');
     assert.ok(after.retryAfterMs! > 59_000, 'after.retryAfterMs! > 59_000');
+    assert.equal(((await c.command('FUNCTION', 'LIST')) as unknown[]).length, 1, 'the library was reloaded');
     const bucket = store.limiter(tokenBucket({ tokenLimit: 3, tokensPerPeriod: 1, period: 60_000 }), {
       name: uniqueName(),
     });
@@ -45,6 +49,47 @@ for (const [name, connect] of Object.entries(clients)) {
     await c.close();
   });
 }
+
+test('a server without Functions (Redis 6) or an ACL that forbids them: scripts, decided alike', async () => {
+  for (const refusal of [
+    "ERR unknown command 'FCALL', with args beginning with: ",
+    'NOPERM no FCALL for you',
+  ]) {
+    const c = await clients.ioredis(server.port);
+    const redis = c.client as Redis;
+    const sent: string[] = [];
+    const old = new Proxy(redis, {
+      get(target, property) {
+        if (property === 'call') {
+          return (command: string, ...args: string[]) => {
+            sent.push(command);
+            return command === 'FCALL' || command === 'FUNCTION'
+              ? Promise.reject(new Error(refusal))
+              : target.call(command, ...args);
+          };
+        }
+        const value = Reflect.get(target, property);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const store = redisStore({ client: old as never, timeoutMs: 2000, onUnavailable: 'fail-closed' });
+    const limiter = store.limiter(fixedWindow({ permitLimit: 2, window: 60_000 }), { name: uniqueName() });
+    const leases = [];
+    for (let i = 0; i < 3; i++) leases.push(await limiter.tryAcquire());
+    assert.deepEqual(
+      leases.map((l) => [l.granted, l.reason]),
+      [
+        [true, undefined],
+        [true, undefined],
+        [false, 'limit'],
+      ],
+      refusal,
+    );
+    assert.deepEqual(sent, ['FCALL'], 'asked for FCALL once, then kept to scripts');
+    assert.equal(store.unavailable, 0, 'no decision fell back to onUnavailable');
+    await c.close();
+  }
+});
 
 test('bad options are TypeErrors naming the option and the value', () => {
   assert.throws(() => redisStore({ client: {} as never }), /client must be an ioredis client .*evalsha/);

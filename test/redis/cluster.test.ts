@@ -58,7 +58,7 @@ const connectors: Record<string, () => Promise<{ client: RedisClientLike; close(
 };
 
 for (const [name, connect] of Object.entries(connectors)) {
-  test(`${name} cluster: keys in every slot range, per-slot batches, chains by hash tag, SCRIPT FLUSH`, async () => {
+  test(`${name} cluster: keys in every slot range, per-slot batches, chains by hash tag, SCRIPT and FUNCTION FLUSH`, async () => {
     const { client, close } = await connect();
     const errors: Error[] = [];
     const store = redisStore({
@@ -116,8 +116,9 @@ for (const [name, connect] of Object.entries(connectors)) {
       const untagged = store.chain(limiter, global);
       await assert.rejects(() => untagged.tryAcquire('a'), /share one Redis Cluster slot.*hashTag/);
 
-      // Scripts flushed on every node: reloaded where needed.
+      // Scripts and Functions flushed on every node: reloaded where needed.
       await Promise.all(cluster.servers.map((s) => s.cli('script', 'flush')));
+      await Promise.all(cluster.servers.map((s) => s.cli('function', 'flush')));
       const again = await Promise.all(ranges.map((keys) => limiter.tryAcquire(keys[0])));
       assert.ok(
         again.every((l) => l.reason === 'limit'),

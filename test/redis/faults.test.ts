@@ -1,6 +1,6 @@
 /**
  * Outages under load, with both clients: redis-server killed, restarted, paused with SIGSTOP (slow, not down),
- * and SCRIPT FLUSH. Every decision returns within its deadline (plus a generous margin for a busy machine), the
+ * and SCRIPT / FUNCTION FLUSH. Every decision returns within its deadline (plus a generous margin for a busy machine), the
  * chosen policy answers while Redis cannot, nothing rejects unhandled, and decisions come from Redis again once
  * it answers, without restarting anything.
  */
@@ -64,7 +64,7 @@ async function until(what: string, check: () => boolean, ms = 8000): Promise<voi
 }
 
 for (const [clientName, connect] of Object.entries(clients)) {
-  test(`${clientName}: kill, restart, SIGSTOP and SCRIPT FLUSH under load`, async () => {
+  test(`${clientName}: kill, restart, SIGSTOP and SCRIPT / FUNCTION FLUSH under load`, async () => {
     const server = await RedisServer.start();
     const c = await connect(server.port);
     const insurance = fixedWindow({ permitLimit: 3, window: 60_000 });
@@ -160,12 +160,15 @@ for (const [clientName, connect] of Object.entries(clients)) {
       t = performance.now();
       await until('recovery after SIGCONT', () => recovered(t));
 
-      // Scripts flushed: reloaded on the spot (EVAL after NOSCRIPT), not an outage.
+      // Scripts and Functions flushed: reloaded on the spot (FUNCTION LOAD after "Function not found"), not an outage.
       await c.command('SCRIPT', 'FLUSH');
       t = performance.now();
       await until('decisions after SCRIPT FLUSH', () => recovered(t));
+      await c.command('FUNCTION', 'FLUSH');
+      t = performance.now();
+      await until('decisions after FUNCTION FLUSH', () => recovered(t));
       assert.deepEqual(
-        errors.filter((e) => /NOSCRIPT/.test(e.message)),
+        errors.filter((e) => /NOSCRIPT|Function not found/.test(e.message)),
         [],
       );
     } finally {

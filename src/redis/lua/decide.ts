@@ -14,11 +14,14 @@
 export const DECIDE = `
 local ALGORITHMS = { fw = FW, sw = SW, tb = TB, tc = TB, cc = CC }
 
--- A member's settings, parsed once per call however many requests of a batch use them.
-local specs = {}
+-- A member's settings, parsed once however many requests use them: per call as a script, and for the
+-- library's lifetime as a Function (bounded: a store with many tiers must not grow it forever).
+local specs, specCount = {}, 0
 local function spec(text)
   local c = specs[text]
   if c then return c end
+  if specCount >= 1000 then specs, specCount = {}, 0 end
+  specCount = specCount + 1
   local kind, limit, p1, p2, cr, pad, ttl = string.match(text, '^(%a+):([^:]*):([^:]*):([^:]*):(%d):([^:]*):([^:]*)$')
   p1, p2 = tonumber(p1), tonumber(p2)
   c = {
@@ -38,7 +41,7 @@ local function spec(text)
   return c
 end
 
-local function member(base, key, now)
+local function member(ARGV, base, key, now)
   local c = spec(ARGV[base])
   -- One constructor with every field: a table grown field by field rehashes, and that costs more than the
   -- algorithm itself.
@@ -134,32 +137,35 @@ local function decide(op, permits, ms, now)
   return { '0', tostring(blocked), num(retry), num(longest), num(math.max(0, m.a.available(m.c, m.s))), num(m.a.resetAfter(m.c, m.s, now)) }
 end
 
-local clock
-local out = {}
-local argi, keyi = 2, 1
-for r = 1, tonumber(ARGV[1]) do
-  local op, permits, count, at = ARGV[argi], tonumber(ARGV[argi + 1]), tonumber(ARGV[argi + 2]), ARGV[argi + 3]
-  argi = argi + 4
-  local now
-  if at ~= '' then
-    now = tonumber(at)
-  else
-    if not clock then
-      local t = redis.call('TIME')
-      clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    end
-    now = clock
-  end
-  local ms = {}
-  for j = 1, count do
-    ms[j] = member(argi, KEYS[keyi], now)
+-- The entry point, called with the command's keys and arguments (\`KEYS\`, \`ARGV\` as a script).
+local function decideBatch(KEYS, ARGV)
+  local clock
+  local out = {}
+  local argi, keyi = 2, 1
+  for r = 1, tonumber(ARGV[1]) do
+    local op, permits, count, at = ARGV[argi], tonumber(ARGV[argi + 1]), tonumber(ARGV[argi + 2]), ARGV[argi + 3]
     argi = argi + 4
-    keyi = keyi + 1
+    local now
+    if at ~= '' then
+      now = tonumber(at)
+    else
+      if not clock then
+        local t = redis.call('TIME')
+        clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+      end
+      now = clock
+    end
+    local ms = {}
+    for j = 1, count do
+      ms[j] = member(ARGV, argi, KEYS[keyi], now)
+      argi = argi + 4
+      keyi = keyi + 1
+    end
+    out[r] = decide(op, permits, ms, now)
+    for _, m in ipairs(ms) do
+      if m.dirty then save(m, now) end
+    end
   end
-  out[r] = decide(op, permits, ms, now)
-  for _, m in ipairs(ms) do
-    if m.dirty then save(m, now) end
-  end
+  return out
 end
-return out
 `;
