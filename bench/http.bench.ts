@@ -106,6 +106,12 @@ async function variants(): Promise<Variant[]> {
     },
     {
       framework: 'node',
+      name: 'floodgate, headers: []',
+      start: () =>
+        listen(http.createServer(floodgateNode.rateLimiting({ global: global(), headers: [] })(nodeHandler))),
+    },
+    {
+      framework: 'node',
       name: 'rate-limiter-flexible',
       start: () => listen(http.createServer(flexibleHandler)),
     },
