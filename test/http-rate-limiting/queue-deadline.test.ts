@@ -59,3 +59,22 @@ test('express: a queued request times out in the queue', async () => {
   app.get('/short', limiter.requirePolicy('slots'), fast);
   await check(http.createServer(app), slots);
 });
+
+test('node: a held permit comes back when the request times out, though its handler runs on', async () => {
+  const slots = concurrency({ permitLimit: 1 });
+  const limit = nodeRateLimiting({ policies: { slots } });
+  const timed = nodeTimeouts({ default: '200ms' });
+  const server = http.createServer(timed(limit(slow, 'slots')));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    assert.equal((await fetch(base)).status, 504);
+    for (let i = 0; i < 50 && slots.statistics().available === 0; i++)
+      await new Promise((r) => setTimeout(r, 10));
+    assert.equal(slots.statistics().available, 1);
+    assert.equal((await fetch(base)).status, 504, 'the next request got the permit (and timed out too)');
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
