@@ -19,15 +19,15 @@ local CC = {
   isFull = function(m, s) return s[1] == 0 end,
 }
 local function loadLeases(key, now)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', num(now))
+  call('ZREMRANGEBYSCORE', key, '-inf', num(now))
   local held = 0
-  for _, v in ipairs(redis.call('ZRANGE', key, 0, -1)) do
-    held = held + tonumber(string.match(v, '^(%d+)'))
+  for _, v in ipairs(call('ZRANGE', key, 0, -1)) do
+    held = held + tonumber(match(v, '^(%d+)'))
   end
   return { held }
 end
 local function holdLease(key, lease, expiry, ttl)
-  redis.call('ZADD', key, num(expiry), lease)
-  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+  call('ZADD', key, num(expiry), lease)
+  if call('PTTL', key) < ttl then call('PEXPIRE', key, ttl) end
 end
 `;

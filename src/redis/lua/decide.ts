@@ -22,7 +22,7 @@ local function spec(text)
   if c then return c end
   if specCount >= 1000 then specs, specCount = {}, 0 end
   specCount = specCount + 1
-  local kind, limit, p1, p2, cr, pad, ttl = string.match(text, '^(%a+):([^:]*):([^:]*):([^:]*):(%d):([^:]*):([^:]*)$')
+  local kind, limit, p1, p2, cr, pad, ttl = match(text, '^(%a+):([^:]*):([^:]*):([^:]*):(%d):([^:]*):([^:]*)$')
   p1, p2 = tonumber(p1), tonumber(p2)
   c = {
     a = ALGORITHMS[kind],
@@ -36,9 +36,71 @@ local function spec(text)
     countRejected = cr == '1',
     pad = tonumber(pad),
     leaseTtl = tonumber(ttl),
+    fw = kind == 'fw',
+    width = 0,
   }
+  if kind ~= 'cc' then c.width = c.a.width(c) end
   specs[text] = c
   return c
+end
+
+-- The most common decision, a lone fixed window tried (op 't' or 'w'), inlined on locals: what \`member\`,
+-- \`decide\` and \`save\` do for it, operation for operation (FW's functions written out), without the member
+-- and state tables.
+local function fixedWindowTry(c, key, origin, blocked, op, permits, now)
+  local limit, w = c.limit, c.p1
+  local start, count, extra
+  local raw = call('GET', key)
+  if raw then start, count, extra = munpack(raw) end
+  local before, second
+  if count ~= nil and extra == nil then
+    before, second = start, count
+  else
+    -- A fresh state (or one of another width, as \`readState\` says), anchored as \`FW.init\` anchors it.
+    if origin == '' then start = now else start = tonumber(origin) end
+    count = 0
+  end
+  if now - start >= w then
+    start = start + floor((now - start) / w) * w
+    count = 0
+  end
+  local dirty = start ~= before
+  local keepTtl = before ~= nil and before == start and second > 0
+  local need = permits
+  if need == 0 then need = 1 end
+  local res
+  if limit - count >= need and (permits == 0 or not blocked) then
+    if permits > 0 then
+      count = count + permits
+      dirty = true
+      local reset = 0
+      if count ~= 0 then reset = start + w - now end
+      res = { '1', num(max(0, limit - count)), num(reset) }
+    else
+      res = { '1', num(limit - count), '' }
+    end
+  else
+    if op == 't' and permits > 0 and c.countRejected then
+      count = count + permits
+      dirty = true
+    end
+    local retry = 0
+    if limit - count < need then retry = start + w - now end
+    local reset = 0
+    if count ~= 0 then reset = start + w - now end
+    res = { '0', '1', num(retry), num(retry), num(max(0, limit - count)), num(reset) }
+  end
+  if dirty then
+    local ttl = 0
+    if count ~= 0 then ttl = ceil(start + w - now) end
+    if ttl ~= ttl or ttl < 1 then ttl = 1 end
+    if keepTtl then
+      call('SET', key, mpack(start, count), 'KEEPTTL')
+    else
+      call('SET', key, mpack(start, count), 'PX', ttl + c.pad)
+    end
+  end
+  return res
 end
 
 local function member(ARGV, base, key, now)
@@ -51,7 +113,7 @@ local function member(ARGV, base, key, now)
     return m
   end
   local a = m.a
-  local s = readState(key, a.width(c))
+  local s = readState(key, c.width)
   local before, second
   if s then
     before, second = s[1], s[2]
@@ -73,7 +135,7 @@ end
 -- Persists a time-based state; it expires when back to full (plus the pad), as a fresh one would decide alike.
 local function save(m, now)
   m.dirty = false
-  local ttl = math.ceil(m.a.resetAfter(m.c, m.s, now))
+  local ttl = ceil(m.a.resetAfter(m.c, m.s, now))
   if ttl ~= ttl or ttl < 1 then ttl = 1 end
   writeState(m.key, m.s, ttl + m.c.pad, m.keepTtl)
 end
@@ -85,14 +147,14 @@ end
 local function decide(op, permits, ms, now)
   if op == 'p' then
     local res = {}
-    for j, m in ipairs(ms) do res[j] = num(math.max(0, m.a.available(m.c, m.s))) end
+    for j, m in ipairs(ms) do res[j] = num(max(0, m.a.available(m.c, m.s))) end
     return res
   end
   if op == 'x' or op == 'n' then
     for _, m in ipairs(ms) do
       if not m.a.timeBased then
-        if op == 'x' then redis.call('ZREM', m.key, m.lease)
-        elseif redis.call('ZSCORE', m.key, m.lease) then holdLease(m.key, m.lease, now + m.c.leaseTtl, m.c.leaseTtl + m.c.pad) end
+        if op == 'x' then call('ZREM', m.key, m.lease)
+        elseif call('ZSCORE', m.key, m.lease) then holdLease(m.key, m.lease, now + m.c.leaseTtl, m.c.leaseTtl + m.c.pad) end
       end
     end
     return {}
@@ -112,7 +174,7 @@ local function decide(op, permits, ms, now)
       if permits > 0 then
         m.a.take(m.c, m.s, permits)
         if m.a.timeBased then m.dirty = true else holdLease(m.key, m.lease, now + m.c.leaseTtl, m.c.leaseTtl + m.c.pad) end
-        res[#res + 1] = num(math.max(0, m.a.available(m.c, m.s)))
+        res[#res + 1] = num(max(0, m.a.available(m.c, m.s)))
         if m.a.timeBased then res[#res + 1] = num(m.a.resetAfter(m.c, m.s, now)) else res[#res + 1] = '' end
       else
         res[#res + 1] = num(m.a.available(m.c, m.s))
@@ -134,11 +196,12 @@ local function decide(op, permits, ms, now)
       if wait == wait and (longest ~= longest or wait > longest) then longest = wait end
     end
   end
-  return { '0', tostring(blocked), num(retry), num(longest), num(math.max(0, m.a.available(m.c, m.s))), num(m.a.resetAfter(m.c, m.s, now)) }
+  return { '0', tostring(blocked), num(retry), num(longest), num(max(0, m.a.available(m.c, m.s))), num(m.a.resetAfter(m.c, m.s, now)) }
 end
 
 -- The entry point, called with the command's keys and arguments (\`KEYS\`, \`ARGV\` as a script).
 local function decideBatch(KEYS, ARGV)
+  if not call then bind() end
   local clock
   local out = {}
   local argi, keyi = 2, 1
@@ -150,20 +213,27 @@ local function decideBatch(KEYS, ARGV)
       now = tonumber(at)
     else
       if not clock then
-        local t = redis.call('TIME')
-        clock = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        local t = call('TIME')
+        clock = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
       end
       now = clock
     end
-    local ms = {}
-    for j = 1, count do
-      ms[j] = member(ARGV, argi, KEYS[keyi], now)
+    local c = count == 1 and (op == 't' or op == 'w') and spec(ARGV[argi])
+    if c and c.fw then
+      out[r] = fixedWindowTry(c, KEYS[keyi], ARGV[argi + 1], ARGV[argi + 2] == '1', op, permits, now)
       argi = argi + 4
       keyi = keyi + 1
-    end
-    out[r] = decide(op, permits, ms, now)
-    for _, m in ipairs(ms) do
-      if m.dirty then save(m, now) end
+    else
+      local ms = {}
+      for j = 1, count do
+        ms[j] = member(ARGV, argi, KEYS[keyi], now)
+        argi = argi + 4
+        keyi = keyi + 1
+      end
+      out[r] = decide(op, permits, ms, now)
+      for _, m in ipairs(ms) do
+        if m.dirty then save(m, now) end
+      end
     end
   end
   return out

@@ -14,7 +14,7 @@ local FW = {
   advance = function(m, s, now)
     local start, w = s[1], m.p1
     if now - start >= w then
-      s[1] = start + math.floor((now - start) / w) * w
+      s[1] = start + floor((now - start) / w) * w
       s[2] = 0
     end
   end,

@@ -14,7 +14,7 @@ local SW = {
   advance = function(m, s, now)
     local start, seg, segments = s[1], m.seg, m.p2
     if now - start < seg then return end
-    local steps = math.floor((now - start) / seg)
+    local steps = floor((now - start) / seg)
     s[1] = start + steps * seg
     if steps >= segments then
       for i = 2, 3 + segments do s[i] = 0 end

@@ -7,7 +7,7 @@ local function tbUntil(m, s, now, n)
   local missing = n - s[2]
   if missing <= EPSILON then return 0 end
   if m.continuous then return missing / m.rate end
-  return s[1] + math.ceil(missing / m.p1) * m.p2 - now
+  return s[1] + ceil(missing / m.p1) * m.p2 - now
 end
 local TB = {
   width = function() return 2 end,
@@ -29,11 +29,11 @@ local TB = {
     end
     local period = m.p2
     if elapsed < period then return end
-    local periods = math.floor(elapsed / period)
+    local periods = floor(elapsed / period)
     s[1] = stamp + periods * period
-    s[2] = math.min(limit, s[2] + periods * m.p1)
+    s[2] = min(limit, s[2] + periods * m.p1)
   end,
-  available = function(m, s) return math.floor(s[2] + EPSILON) end,
+  available = function(m, s) return floor(s[2] + EPSILON) end,
   take = function(m, s, n) s[2] = s[2] - n end,
   retryAfter = tbUntil,
   resetAfter = function(m, s, now) return tbUntil(m, s, now, m.limit) end,
