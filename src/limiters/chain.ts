@@ -27,6 +27,8 @@ type AcquireArgs<R> = [R] extends [void]
 interface Binding {
   cores: LimiterCore[];
   slots: number[];
+  /** Each member's partition key (undefined for plain limiters), copied onto its lease. */
+  keys: (string | undefined)[];
 }
 
 /**
@@ -139,6 +141,7 @@ export class ChainLimiter<R = void> {
     let decisive = 0;
     for (let i = 0; i < cores.length; i++) {
       leases[i] = cores[i].commit(slots[i], permits, cores[i].options.clock.now());
+      leases[i].key = binding.keys[i];
       if (leases[i].remaining < leases[decisive].remaining) decisive = i;
     }
     return new ChainLease(leases[decisive], undefined, leases, undefined);
@@ -147,6 +150,7 @@ export class ChainLimiter<R = void> {
   private rejection(binding: Binding, index: number, permits: number, reason: string): Lease {
     const { cores, slots } = binding;
     const lease = cores[index].reject(slots[index], permits, cores[index].options.clock.now(), reason);
+    lease.key = binding.keys[index];
     // The chain can grant only when every member can: the longest known wait is the honest one.
     let retry = lease.retryAfterMs;
     for (let i = 0; i < cores.length; i++) {
@@ -168,6 +172,7 @@ export class ChainLimiter<R = void> {
   private bind(resource: unknown, permits: number): Binding | Lease {
     const cores: LimiterCore[] = new Array(this.members.length);
     const slots: number[] = new Array(this.members.length);
+    const keys: (string | undefined)[] = new Array(this.members.length);
     for (let i = 0; i < this.members.length; i++) {
       const member = this.members[i];
       if (member instanceof RateLimiter) {
@@ -176,12 +181,13 @@ export class ChainLimiter<R = void> {
       } else {
         const code = member.bind(resource);
         if (code < 0) return member.tryAcquire(resource, permits);
+        keys[i] = member.boundKey;
         cores[i] = member.coreOf(code);
         slots[i] = code >>> 8;
       }
       checkPermits(permits, cores[i].algorithm.limit);
     }
-    return { cores, slots };
+    return { cores, slots, keys };
   }
 
   private split(args: unknown[]): [unknown, number] {

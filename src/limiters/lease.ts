@@ -7,6 +7,9 @@ export type RejectionReason = 'limit' | 'queue-full' | 'evicted' | 'overflow' | 
  * Disposable: `using lease = await limiter.acquire()`.
  */
 export class Lease implements Disposable {
+  /** The partition key, when a partitioned limiter decided (a chain sets it on each member's lease). */
+  key: string | undefined = undefined;
+
   /**
    * @param granted Whether the permits were granted.
    * @param reason Why not, when not granted.

@@ -1,3 +1,4 @@
+import type { Algorithm } from '../algorithms/algorithm.ts';
 import { describe } from '../duration.ts';
 import { LimiterCore } from './core.ts';
 import { Lease } from './lease.ts';
@@ -33,7 +34,8 @@ const REJECTED = -1;
  * and none can be dropped, `overflow` applies. A live key is never reset.
  */
 export class PartitionedLimiter<R> {
-  private readonly keyOf: (resource: R) => string;
+  /** The partition key of a resource: the `key` option. */
+  readonly keyOf: (resource: R) => string;
   private readonly specOf: (key: string) => LimiterSpec;
   /** The spec every partition is built from, or undefined when it is chosen per key (tiers). */
   readonly spec: LimiterSpec | undefined;
@@ -55,6 +57,8 @@ export class PartitionedLimiter<R> {
   // lookup. Cleared whenever a partition is dropped.
   private lastKey: string | undefined;
   private lastCode = 0;
+  /** @internal The key of the last {@link bind} call (read right after it, synchronously, by a chain). */
+  boundKey = '';
 
   constructor(options: PartitionedOptions<R>) {
     object('partitioned options', options);
@@ -91,7 +95,9 @@ export class PartitionedLimiter<R> {
     if (code === REJECTED) return this.overflowLease(resource, permits);
     const core = this.cores[code & 255];
     if (permits !== 1) checkPermits(permits, core.algorithm.limit);
-    return core.tryAcquire(code >>> 8, permits, core.options.clock.now());
+    const lease = core.tryAcquire(code >>> 8, permits, core.options.clock.now());
+    lease.key = this.boundKey;
+    return lease;
   }
 
   /** Grants now, or waits in the partition's queue while there is room, or rejects at once. */
@@ -104,7 +110,11 @@ export class PartitionedLimiter<R> {
       return Promise.reject(error);
     }
     if (code === REJECTED) return Promise.resolve(this.overflowLease(resource, permits));
-    return this.cores[code & 255].acquire(code >>> 8, permits, options?.signal);
+    const key = this.boundKey;
+    return this.cores[code & 255].acquire(code >>> 8, permits, options?.signal).then((lease) => {
+      lease.key = key;
+      return lease;
+    });
   }
 
   /** The partition's permits available and queued now (a fresh one if it is not live), and the totals of all. */
@@ -131,6 +141,7 @@ export class PartitionedLimiter<R> {
    */
   bind(resource: R): number {
     const key = this.keyOf(resource);
+    this.boundKey = key;
     if (key === this.lastKey) return this.lastCode;
     const code = this.map.get(key);
     if (code === undefined) {
@@ -141,6 +152,13 @@ export class PartitionedLimiter<R> {
     this.lastKey = key;
     this.lastCode = code;
     return code;
+  }
+
+  /** The algorithm that decides (or would decide) `key`'s partition. */
+  algorithmFor(key: string): Algorithm {
+    const code = this.map.get(key);
+    if (code !== undefined) return this.cores[code & 255].algorithm;
+    return this.specOf(key).algorithm;
   }
 
   /** @internal */
@@ -239,19 +257,15 @@ export class PartitionedLimiter<R> {
   }
 
   private overflowLease(resource: R, permits: number): Lease {
-    const spec = this.specOf(this.keyOf(resource));
+    const key = this.keyOf(resource);
+    const spec = this.specOf(key);
     checkPermits(permits, spec.algorithm.limit);
     const now = spec.options.clock.now();
     const wait = Math.max(0, this.noSweepBefore - now);
-    return new Lease(
-      false,
-      'overflow',
-      spec.algorithm.timeBased ? wait : undefined,
-      spec.algorithm.limit,
-      0,
-      undefined,
-      this,
-    );
+    const retry = spec.algorithm.timeBased ? wait : undefined;
+    const lease = new Lease(false, 'overflow', retry, spec.algorithm.limit, 0, undefined, this);
+    lease.key = key;
+    return lease;
   }
 }
 

@@ -172,3 +172,21 @@ test('property: no permit is leaked or double-charged by a chain under random tr
     { numRuns: 300 },
   );
 });
+
+test('leases name their partition key, in a chain too', () => {
+  const perClient = partitioned({
+    key: (ip: string) => `ip:${ip}`,
+    limiter: fixedWindow({ permitLimit: 1, window: 1000 }),
+  });
+  const global = fixedWindow({ permitLimit: 5, window: 1000 });
+  assert.equal(perClient.tryAcquire('1.2.3.4').key, 'ip:1.2.3.4');
+  const both = chain(global, perClient);
+  const rejected = both.tryAcquire('1.2.3.4') as ChainLease;
+  assert.equal(rejected.members[0].key, 'ip:1.2.3.4');
+  const granted = both.tryAcquire('5.6.7.8') as ChainLease;
+  assert.deepEqual(
+    granted.members.map((l) => l.key),
+    [undefined, 'ip:5.6.7.8'],
+  );
+  assert.equal(perClient.algorithmFor('ip:5.6.7.8').limit, 1);
+});
