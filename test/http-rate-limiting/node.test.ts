@@ -3,7 +3,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { rateLimiting } from '../../src/adapters/node/rate-limiting.ts';
-import { fixedWindow } from '../../src/index.ts';
+import { fixedWindow, partitioned } from '../../src/index.ts';
 
 async function serve(handler: http.RequestListener, run: (base: string) => Promise<void>): Promise<void> {
   const server = http.createServer(handler);
@@ -48,5 +48,29 @@ test('node: an outer wrapper cannot silently drop an inner route policy', async 
     assert.equal(nested.status, 500);
     assert.match(await nested.text(), /already rate-limited by an outer wrapper/);
     assert.equal((await fetch(`${base}/same`)).status, 200, 'the same setting twice is one decision');
+  });
+});
+
+test('node: the key function runs once per admitted request, and the limiter is left as built', async () => {
+  let calls = 0;
+  const key = (req: { path: string }) => {
+    calls++;
+    return req.path;
+  };
+  const perPath = partitioned({ key, limiter: fixedWindow({ permitLimit: 5, window: '1m' }) });
+  const limit = rateLimiting({
+    global: perPath,
+    policies: { tight: fixedWindow({ permitLimit: 1, window: '1m' }) },
+  });
+  const handler = limit((_req, res) => res.end('ok'), 'tight');
+  await serve(handler, async (base) => {
+    const first = await fetch(`${base}/a`);
+    assert.equal(first.status, 200);
+    assert.match(first.headers.get('ratelimit') ?? '', /"global";r=4;t=\d+;pk=:[^:]+:, "tight";r=0/);
+    assert.equal(calls, 1, `the admitted request's headers reuse the lease's key; key() ran ${calls} times`);
+    const second = await fetch(`${base}/a`);
+    assert.equal(second.status, 429);
+    assert.match(second.headers.get('ratelimit') ?? '', /"global";r=4;pk=:[^:]+:/);
+    assert.equal(perPath.keyOf, key, 'the HTTP layer does not replace the key function');
   });
 });

@@ -8,13 +8,13 @@ import type { Member } from './options.ts';
  * What the response headers need of one limiter in force, computed once per route: its name, its key function
  * and, when its settings do not depend on the key, the static part of its `RateLimit-Policy` item.
  *
- * Partitioned limiters keep their key function private; the engine reads it (and its spec function) here, in one
- * place, so the partition key can be hashed into `pk` without asking the application for it twice.
+ * Only the limiters' public API is used: a decided lease names its partition key (`lease.key`), so `keyOf` is
+ * called only for a member the lease does not cover (the other members of a rejected chain).
  */
 export class MemberInfo {
   /** The name as a Structured Field string (`"global"`). */
   readonly sfName: string;
-  /** The partition key of a request, or undefined for a plain limiter. Memoized for the request being decided. */
+  /** The partition key of a request, or undefined for a plain limiter. */
   readonly keyOf: ((req: HttpRequest) => string) | undefined;
   /** The algorithm when it is the same for every key. */
   readonly algorithm: Algorithm | undefined;
@@ -30,10 +30,8 @@ export class MemberInfo {
     this.sfName = sfString(name);
     this.attributes = { policy: name };
     if (member instanceof PartitionedLimiter) {
-      this.keyOf = memoizeKey(member);
-      const specOf = member['specOf'] as (key: string) => { algorithm: Algorithm };
-      // A spec function of no parameters cannot depend on the key: ask it once.
-      this.algorithm = specOf.length === 0 ? specOf('').algorithm : undefined;
+      this.keyOf = member.keyOf;
+      this.algorithm = member.spec?.algorithm;
     } else {
       this.keyOf = undefined;
       this.algorithm = member.algorithm;
@@ -41,13 +39,10 @@ export class MemberInfo {
     this.policyItem = this.algorithm === undefined ? undefined : policyItem(this.sfName, this.algorithm);
   }
 
-  /** The algorithm deciding `key`'s partition. */
+  /** The algorithm deciding `key`'s partition (a key function that threw leaves `key` undefined). */
   algorithmFor(key: string | undefined): Algorithm {
     if (this.algorithm !== undefined) return this.algorithm;
-    const member = this.member as PartitionedLimiter<unknown>;
-    const code = key === undefined ? undefined : (member['map'] as Map<string, number>).get(key);
-    if (code !== undefined) return member.coreOf(code).algorithm;
-    return (member['specOf'] as (key: string) => { algorithm: Algorithm })(key ?? '').algorithm;
+    return (this.member as PartitionedLimiter<unknown>).algorithmFor(key ?? '');
   }
 }
 
@@ -58,28 +53,4 @@ export function policyItem(sfName: string, algorithm: Algorithm): string {
   const window =
     w === undefined || !Number.isFinite(w) || w <= 0 ? '' : `;w=${Math.max(1, Math.ceil(w / 1000))}`;
   return `${sfName};q=${algorithm.limit}${unit}${window}`;
-}
-
-const kMemo = Symbol('floodgate.keyMemo');
-type KeyFn = ((req: unknown) => string) & { [kMemo]?: true };
-
-/**
- * Wraps the limiter's key function with a one-entry memo on the request object: the limiter computes the key
- * to decide, the headers then reuse it. Keys are a function of the request, so this changes no decision.
- */
-function memoizeKey(member: PartitionedLimiter<unknown>): (req: HttpRequest) => string {
-  const current = member['keyOf'] as KeyFn;
-  if (current[kMemo] === true) return current;
-  let lastRequest: unknown;
-  let lastKey = '';
-  const memo: KeyFn = (req) => {
-    if (req === lastRequest) return lastKey;
-    const key = current(req);
-    lastRequest = req;
-    lastKey = key;
-    return key;
-  };
-  memo[kMemo] = true;
-  (member as unknown as { keyOf: KeyFn }).keyOf = memo;
-  return memo;
 }

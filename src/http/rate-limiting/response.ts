@@ -39,7 +39,7 @@ function draft10(
   for (let i = 0; i < infos.length; i++) {
     const info = infos[i];
     const own = leases === undefined ? lease : leases[i];
-    const key = info.keyOf === undefined ? undefined : safeKey(info.keyOf, req);
+    const key = own.key ?? (info.keyOf === undefined ? undefined : safeKey(info.keyOf, req));
     const pk = key === undefined ? '' : `;pk=:${options.hasher(key)}:`;
     const item = info.policyItem ?? policyItem(info.sfName, info.algorithmFor(key));
     const reset = own.resetAfterMs;
@@ -72,11 +72,12 @@ export function policyStates(route: RouteLimits, req: HttpRequest, lease: Lease)
   for (let i = 0; i < members.length; i++) {
     const member = members[i];
     const info = infos[i];
-    const key = info.keyOf === undefined ? undefined : safeKey(info.keyOf, req);
-    const algorithm = info.algorithmFor(key);
     let own: Lease | undefined;
     if (granted) own = leases[i];
     else if (lease.source === member) own = leases[0];
+    // The lease names its partition; a member it does not cover (rejected chain) is keyed again here.
+    const key = own?.key ?? (info.keyOf === undefined ? undefined : safeKey(info.keyOf, req));
+    const algorithm = info.algorithmFor(key);
     const state: PolicyState = { name: info.name, limit: algorithm.limit, remaining: 0 };
     if (own !== undefined) {
       state.remaining = own.remaining;

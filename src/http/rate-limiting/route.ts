@@ -125,12 +125,10 @@ export class RouteLimits {
 }
 
 /**
- * Whether a member may queue. A partitioned limiter built from one spec is read through its spec; one that
- * chooses a spec per key is assumed to (a function of no parameters cannot depend on the key, so it is asked).
+ * Whether a member may queue. A partitioned limiter built from one spec is read through that spec; one that
+ * chooses a spec per key (tiers) is assumed to, since any key's tier might.
  */
 function mayQueue(member: Member): boolean {
   if (member instanceof RateLimiter) return member.options.queueLimit > 0;
-  const specOf = member['specOf'] as (key: string) => { options: { queueLimit: number } };
-  if (specOf.length > 0) return true;
-  return specOf('').options.queueLimit > 0;
+  return member.spec === undefined || member.spec.options.queueLimit > 0;
 }
