@@ -7,6 +7,7 @@ import { concurrencyLimits } from './05-concurrency.ts';
 import { policies } from './06-policies.ts';
 import { randomKeys } from './07-random-keys.ts';
 import { proxies } from './08-proxies.ts';
+import { timeouts } from './09-timeouts.ts';
 import type { Chapter } from './chapter.ts';
 import { Tour } from './kit.ts';
 
@@ -20,11 +21,13 @@ export const chapters: readonly Chapter[] = [
   policies,
   randomKeys,
   proxies,
+  timeouts,
 ];
 
 /**
- * `floodgate tour`: replays the classic rate-limiting experiments against local servers (node:http, in-memory
- * store, free ports) with real HTTP requests, and explains each result. `only` picks chapters by number.
+ * `floodgate tour`: replays the classic rate-limiting experiments, then request timeouts, against local
+ * servers (node:http, in-memory store, free ports) with real HTTP requests, and explains each result. `only`
+ * picks chapters by number.
  */
 export async function runTour(only?: readonly number[]): Promise<void> {
   const tour = new Tour();
@@ -58,7 +61,7 @@ export async function runTour(only?: readonly number[]): Promise<void> {
   print();
   print(
     dim(
-      `${tour.requests} requests in ${seconds} s. Next: docs/rate-limiting.md, or \`floodgate burst <url>\`.`,
+      `${tour.requests} requests in ${seconds} s. Next: docs/rate-limiting.md, docs/timeouts.md, or \`floodgate burst <url>\`.`,
     ),
   );
 }
