@@ -5,7 +5,10 @@
  *
  * - `ARGV[1]` the number of requests; then per request `op, permits, members, now` (`now` empty: Redis `TIME`)
  *   and per member `MEMBER_ARGS` values: `spec, origin, blocked, lease`, where `spec` is
- *   `kind:limit:p1:p2:countRejected:ttlPad:leaseTtl` (constant per limiter, so built once in JS). `KEYS` holds one key per member, in the same order.
+ *   `kind:limit:p1:p2:countRejected:ttlPad:leaseTtl` (constant per limiter, so built once in JS). `KEYS` holds
+ *   one key per member, in the same order.
+ * - the common request in short (`T`/`W` for `t`/`w`): `op, permits, now, spec`, one member with origin '',
+ *   not blocked, no lease — 4 arguments instead of 8 (arguments cost time at both ends).
  * - ops: `t` try (a rejection is charged when `countRejected`), `w` a queued attempt (never charged), `p` peek
  *   (available permits, read-only), `x` release a concurrency lease, `n` renew one.
  * - reply per request: granted `{'1', remaining₁, reset₁, …}`; rejected `{'0', index, retryAfter,
@@ -103,11 +106,10 @@ local function fixedWindowTry(c, key, origin, blocked, op, permits, now)
   return res
 end
 
-local function member(ARGV, base, key, now)
-  local c = spec(ARGV[base])
+local function member(c, key, origin, blocked, lease, now)
   -- One constructor with every field: a table grown field by field rehashes, and that costs more than the
   -- algorithm itself.
-  local m = { a = c.a, c = c, key = key, blocked = ARGV[base + 2] == '1', lease = ARGV[base + 3], dirty = false, s = false, keepTtl = false }
+  local m = { a = c.a, c = c, key = key, blocked = blocked, lease = lease, dirty = false, s = false, keepTtl = false }
   if c.cc then
     m.s = loadLeases(key, now)
     return m
@@ -120,7 +122,6 @@ local function member(ARGV, base, key, now)
   else
     -- A fresh state, anchored where memory anchors it: the limiter's origin when known, else now.
     s = {}
-    local origin = ARGV[base + 1]
     if origin == '' then a.init(c, s, now) else a.init(c, s, tonumber(origin)) end
   end
   a.advance(c, s, now)
@@ -206,8 +207,16 @@ local function decideBatch(KEYS, ARGV)
   local out = {}
   local argi, keyi = 2, 1
   for r = 1, tonumber(ARGV[1]) do
-    local op, permits, count, at = ARGV[argi], tonumber(ARGV[argi + 1]), tonumber(ARGV[argi + 2]), ARGV[argi + 3]
-    argi = argi + 4
+    local op, permits, at = ARGV[argi], tonumber(ARGV[argi + 1]), ARGV[argi + 2]
+    local short = op == 'T' or op == 'W'
+    local count
+    if short then
+      if op == 'T' then op = 't' else op = 'w' end
+      argi = argi + 3
+    else
+      count, at = tonumber(at), ARGV[argi + 3]
+      argi = argi + 4
+    end
     local now
     if at ~= '' then
       now = tonumber(at)
@@ -218,21 +227,34 @@ local function decideBatch(KEYS, ARGV)
       end
       now = clock
     end
-    local c = count == 1 and (op == 't' or op == 'w') and spec(ARGV[argi])
-    if c and c.fw then
-      out[r] = fixedWindowTry(c, KEYS[keyi], ARGV[argi + 1], ARGV[argi + 2] == '1', op, permits, now)
-      argi = argi + 4
+    if short then
+      local c, key = spec(ARGV[argi]), KEYS[keyi]
+      argi = argi + 1
       keyi = keyi + 1
+      if c.fw then
+        out[r] = fixedWindowTry(c, key, '', false, op, permits, now)
+      else
+        local m = member(c, key, '', false, '', now)
+        out[r] = decide(op, permits, { m }, now)
+        if m.dirty then save(m, now) end
+      end
     else
-      local ms = {}
-      for j = 1, count do
-        ms[j] = member(ARGV, argi, KEYS[keyi], now)
+      local c = count == 1 and (op == 't' or op == 'w') and spec(ARGV[argi])
+      if c and c.fw then
+        out[r] = fixedWindowTry(c, KEYS[keyi], ARGV[argi + 1], ARGV[argi + 2] == '1', op, permits, now)
         argi = argi + 4
         keyi = keyi + 1
-      end
-      out[r] = decide(op, permits, ms, now)
-      for _, m in ipairs(ms) do
-        if m.dirty then save(m, now) end
+      else
+        local ms = {}
+        for j = 1, count do
+          ms[j] = member(spec(ARGV[argi]), KEYS[keyi], ARGV[argi + 1], ARGV[argi + 2] == '1', ARGV[argi + 3], now)
+          argi = argi + 4
+          keyi = keyi + 1
+        end
+        out[r] = decide(op, permits, ms, now)
+        for _, m in ipairs(ms) do
+          if m.dirty then save(m, now) end
+        end
       end
     end
   end
