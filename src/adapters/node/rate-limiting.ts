@@ -11,6 +11,8 @@ import {
 } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
+import { isAbortReason } from '../../http/timeouts/reasons.ts';
+import { requestTimeoutOf } from '../../http/timeouts/registry.ts';
 
 export type {
   HttpLimiter,
@@ -172,6 +174,10 @@ function run<Req extends IncomingMessage, Res extends ServerResponse>(
   if (isThenable(result)) {
     result.then(undefined, (error: unknown) => {
       fail(res, error);
+      // Inside requestTimeouts, a handler rethrowing its own abort after the timeout answered did nothing wrong
+      // (the timeouts wrapper cannot see this promise: it sees ours). Anything else stays unhandled, as it would be
+      // without floodgate.
+      if (requestTimeoutOf(req)?.timedOut && isAbortReason(error)) return;
       throw error;
     });
   }
