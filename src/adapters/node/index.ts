@@ -1,2 +1,2 @@
-export * from './timeouts.ts';
 export * from './rate-limiting.ts';
+export * from './timeouts.ts';
