@@ -200,6 +200,48 @@ local function decide(op, permits, ms, now)
   return { '0', tostring(blocked), num(retry), num(longest), num(max(0, m.a.available(m.c, m.s))), num(m.a.resetAfter(m.c, m.s, now)) }
 end
 
+-- A lone time-based member tried (op 't' or 'w'): what \`member\`, \`decide\` and \`save\` do for it, in the same
+-- order through the same algorithm functions, without the member, member-list and growing reply tables.
+local function singleTry(c, key, origin, blocked, op, permits, now)
+  local a = c.a
+  local s = readState(key, c.width)
+  local before, second
+  if s then
+    before, second = s[1], s[2]
+  else
+    s = {}
+    if origin == '' then a.init(c, s, now) else a.init(c, s, tonumber(origin)) end
+  end
+  a.advance(c, s, now)
+  local dirty = s[1] ~= before
+  local keepTtl = before ~= nil and a.sameExpiry ~= nil and a.sameExpiry(c, before, second, s)
+  local need = permits
+  if need == 0 then need = 1 end
+  local res
+  if a.available(c, s) >= need and (permits == 0 or not blocked) then
+    if permits > 0 then
+      a.take(c, s, permits)
+      dirty = true
+      res = { '1', num(max(0, a.available(c, s))), num(a.resetAfter(c, s, now)) }
+    else
+      res = { '1', num(a.available(c, s)), '' }
+    end
+  else
+    if op == 't' and permits > 0 and c.countRejected then
+      a.take(c, s, permits)
+      dirty = true
+    end
+    local retry = a.retryAfter(c, s, now, need)
+    res = { '0', '1', num(retry), num(retry), num(max(0, a.available(c, s))), num(a.resetAfter(c, s, now)) }
+  end
+  if dirty then
+    local ttl = ceil(a.resetAfter(c, s, now))
+    if ttl ~= ttl or ttl < 1 then ttl = 1 end
+    writeState(key, s, ttl + c.pad, keepTtl)
+  end
+  return res
+end
+
 -- The entry point, called with the command's keys and arguments (\`KEYS\`, \`ARGV\` as a script).
 local function decideBatch(KEYS, ARGV)
   if not call then bind() end
@@ -233,6 +275,8 @@ local function decideBatch(KEYS, ARGV)
       keyi = keyi + 1
       if c.fw then
         out[r] = fixedWindowTry(c, key, '', false, op, permits, now)
+      elseif not c.cc then
+        out[r] = singleTry(c, key, '', false, op, permits, now)
       else
         local m = member(c, key, '', false, '', now)
         out[r] = decide(op, permits, { m }, now)
@@ -240,8 +284,10 @@ local function decideBatch(KEYS, ARGV)
       end
     else
       local c = count == 1 and (op == 't' or op == 'w') and spec(ARGV[argi])
-      if c and c.fw then
-        out[r] = fixedWindowTry(c, KEYS[keyi], ARGV[argi + 1], ARGV[argi + 2] == '1', op, permits, now)
+      if c and not c.cc then
+        local try = singleTry
+        if c.fw then try = fixedWindowTry end
+        out[r] = try(c, KEYS[keyi], ARGV[argi + 1], ARGV[argi + 2] == '1', op, permits, now)
         argi = argi + 4
         keyi = keyi + 1
       else
