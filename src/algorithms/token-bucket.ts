@@ -57,7 +57,8 @@ export class TokenBucket implements Algorithm {
   }
 
   available(s: Float64Array, o: number): number {
-    return Math.floor(s[o + 1] + EPSILON);
+    // Stepped buckets only ever hold whole tokens.
+    return this.continuous ? Math.floor(s[o + 1] + EPSILON) : s[o + 1];
   }
 
   take(s: Float64Array, o: number, n: number): void {
