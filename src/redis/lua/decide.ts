@@ -19,6 +19,8 @@ local ALGORITHMS = { fw = FW, sw = SW, tb = TB, tc = TB, cc = CC }
 
 -- A member's settings, parsed once however many requests use them: per call as a script, and for the
 -- library's lifetime as a Function (bounded: a store with many tiers must not grow it forever).
+-- Per kind, how a lone member is tried (filled below, once the functions exist; none for concurrency).
+local TRY = {}
 local specs, specCount = {}, 0
 local function spec(text)
   local c = specs[text]
@@ -39,7 +41,7 @@ local function spec(text)
     countRejected = cr == '1',
     pad = tonumber(pad),
     leaseTtl = tonumber(ttl),
-    fw = kind == 'fw',
+    try = TRY[kind],
     width = 0,
   }
   if kind ~= 'cc' then c.width = c.a.width(c) end
@@ -242,6 +244,67 @@ local function singleTry(c, key, origin, blocked, op, permits, now)
   return res
 end
 
+-- A lone token bucket tried: \`fixedWindowTry\` for TB (its functions written out, operation for operation).
+local function bucketWait(c, stamp, tokens, now, n)
+  local missing = n - tokens
+  if missing <= EPSILON then return 0 end
+  if c.continuous then return missing / c.rate end
+  return stamp + ceil(missing / c.p1) * c.p2 - now
+end
+local function tokenBucketTry(c, key, origin, blocked, op, permits, now)
+  local limit = c.limit
+  local stamp, tokens, extra
+  local raw = call('GET', key)
+  if raw then stamp, tokens, extra = munpack(raw) end
+  local before
+  if tokens ~= nil and extra == nil then
+    before = stamp
+  else
+    if origin == '' then stamp = now else stamp = tonumber(origin) end
+    tokens = limit
+  end
+  local elapsed = now - stamp
+  if c.continuous then
+    if elapsed > 0 then
+      stamp = now
+      local refilled = tokens + elapsed * c.rate
+      if refilled >= limit - EPSILON then tokens = limit else tokens = refilled end
+    end
+  elseif elapsed >= c.p2 then
+    local periods = floor(elapsed / c.p2)
+    stamp = stamp + periods * c.p2
+    tokens = min(limit, tokens + periods * c.p1)
+  end
+  local dirty = stamp ~= before
+  local need = permits
+  if need == 0 then need = 1 end
+  local res
+  if floor(tokens + EPSILON) >= need and (permits == 0 or not blocked) then
+    if permits > 0 then
+      tokens = tokens - permits
+      dirty = true
+      res = { '1', num(max(0, floor(tokens + EPSILON))), num(bucketWait(c, stamp, tokens, now, limit)) }
+    else
+      res = { '1', num(floor(tokens + EPSILON)), '' }
+    end
+  else
+    if op == 't' and permits > 0 and c.countRejected then
+      tokens = tokens - permits
+      dirty = true
+    end
+    local retry = bucketWait(c, stamp, tokens, now, need)
+    res = { '0', '1', num(retry), num(retry), num(max(0, floor(tokens + EPSILON))), num(bucketWait(c, stamp, tokens, now, limit)) }
+  end
+  if dirty then
+    -- TB has no \`sameExpiry\`: the TTL is always set anew.
+    local ttl = ceil(bucketWait(c, stamp, tokens, now, limit))
+    if ttl ~= ttl or ttl < 1 then ttl = 1 end
+    call('SET', key, mpack(stamp, tokens), 'PX', ttl + c.pad)
+  end
+  return res
+end
+TRY.fw, TRY.sw, TRY.tb, TRY.tc = fixedWindowTry, singleTry, tokenBucketTry, tokenBucketTry
+
 -- The entry point, called with the command's keys and arguments (\`KEYS\`, \`ARGV\` as a script).
 local function decideBatch(KEYS, ARGV)
   if not call then bind() end
@@ -273,10 +336,8 @@ local function decideBatch(KEYS, ARGV)
       local c, key = spec(ARGV[argi]), KEYS[keyi]
       argi = argi + 1
       keyi = keyi + 1
-      if c.fw then
-        out[r] = fixedWindowTry(c, key, '', false, op, permits, now)
-      elseif not c.cc then
-        out[r] = singleTry(c, key, '', false, op, permits, now)
+      if c.try then
+        out[r] = c.try(c, key, '', false, op, permits, now)
       else
         local m = member(c, key, '', false, '', now)
         out[r] = decide(op, permits, { m }, now)
@@ -284,10 +345,8 @@ local function decideBatch(KEYS, ARGV)
       end
     else
       local c = count == 1 and (op == 't' or op == 'w') and spec(ARGV[argi])
-      if c and not c.cc then
-        local try = singleTry
-        if c.fw then try = fixedWindowTry end
-        out[r] = try(c, KEYS[keyi], ARGV[argi + 1], ARGV[argi + 2] == '1', op, permits, now)
+      if c and c.try then
+        out[r] = c.try(c, KEYS[keyi], ARGV[argi + 1], ARGV[argi + 2] == '1', op, permits, now)
         argi = argi + 4
         keyi = keyi + 1
       else
