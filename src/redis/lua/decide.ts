@@ -164,26 +164,32 @@ local function decide(op, permits, ms, now)
   end
   local need = permits
   if need == 0 then need = 1 end
+  local n = #ms
   local blocked = 0
-  for j, m in ipairs(ms) do
-    if not canGrant(m, permits, need) then
+  for j = 1, n do
+    if not canGrant(ms[j], permits, need) then
       blocked = j
       break
     end
   end
   if blocked == 0 then
-    local res = { '1' }
-    for _, m in ipairs(ms) do
+    -- Sized for two members by the constructor (a table grown slot by slot reallocates); a lone member's
+    -- unused slots are cleared, so the reply ends where it did.
+    local res = { '1', false, false, false, false }
+    for j = 1, n do
+      local m = ms[j]
+      local a, c, s = m.a, m.c, m.s
       if permits > 0 then
-        m.a.take(m.c, m.s, permits)
-        if m.a.timeBased then m.dirty = true else holdLease(m.key, m.lease, now + m.c.leaseTtl, m.c.leaseTtl + m.c.pad) end
-        res[#res + 1] = num(max(0, m.a.available(m.c, m.s)))
-        if m.a.timeBased then res[#res + 1] = num(m.a.resetAfter(m.c, m.s, now)) else res[#res + 1] = '' end
+        a.take(c, s, permits)
+        if a.timeBased then m.dirty = true else holdLease(m.key, m.lease, now + c.leaseTtl, c.leaseTtl + c.pad) end
+        res[2 * j] = num(max(0, a.available(c, s)))
+        if a.timeBased then res[2 * j + 1] = num(a.resetAfter(c, s, now)) else res[2 * j + 1] = '' end
       else
-        res[#res + 1] = num(m.a.available(m.c, m.s))
-        res[#res + 1] = ''
+        res[2 * j] = num(a.available(c, s))
+        res[2 * j + 1] = ''
       end
     end
+    if n == 1 then res[4], res[5] = nil, nil end
     return res
   end
   local m = ms[blocked]
@@ -193,7 +199,8 @@ local function decide(op, permits, ms, now)
   end
   local retry = m.a.retryAfter(m.c, m.s, now, need)
   local longest = retry
-  for j, o in ipairs(ms) do
+  for j = 1, n do
+    local o = ms[j]
     if j ~= blocked and not canGrant(o, permits, need) then
       local wait = o.a.retryAfter(o.c, o.s, now, need)
       if wait == wait and (longest ~= longest or wait > longest) then longest = wait end
@@ -357,7 +364,8 @@ local function decideBatch(KEYS, ARGV)
           keyi = keyi + 1
         end
         out[r] = decide(op, permits, ms, now)
-        for _, m in ipairs(ms) do
+        for j = 1, count do
+          local m = ms[j]
           if m.dirty then save(m, now) end
         end
       end
