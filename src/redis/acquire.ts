@@ -1,5 +1,6 @@
 import { Lease } from '../limiters/lease.ts';
 import type { Binding, Engine } from './engine.ts';
+import { leaseOf } from './limiters.ts';
 import { finish, LocalQueue, type RedisWaiter } from './waiting.ts';
 
 // How often the head waiter asks again when nothing tells when a permit comes back (a concurrency permit held
@@ -32,7 +33,7 @@ export class Waiting {
     this.engine.check(binding, permits);
     const members = binding.members;
     if (members.every((m) => m.spec.options.queueLimit === 0)) {
-      return (await this.engine.decide(binding, 't', permits, 'limit')).lease;
+      return leaseOf(await this.engine.decide(binding, 't', permits, 'limit'));
     }
     const id = idOf(binding);
     let queue = this.queues.get(id);
@@ -41,7 +42,7 @@ export class Waiting {
     let last: Lease | undefined;
     if (!ahead) {
       const decided = await this.engine.decide(binding, 'w', permits, 'limit');
-      if (decided.lease.granted || decided.local) return decided.lease;
+      if (decided.lease.granted || decided.local) return leaseOf(decided);
       options = members[decided.blocked].spec.options;
       last = decided.lease;
     }
@@ -53,7 +54,7 @@ export class Waiting {
     const fits = need <= limit && (newestFirst || (queue?.permits ?? 0) + permits <= limit);
     if (!fits) {
       const reason = limit === 0 ? 'limit' : 'queue-full';
-      return (await this.engine.decide(binding, 't', permits, reason, ahead)).lease;
+      return leaseOf(await this.engine.decide(binding, 't', permits, reason, ahead));
     }
     if (!queue) {
       queue = new LocalQueue();
@@ -105,7 +106,7 @@ export class Waiting {
           if (decided.lease.granted || decided.local) {
             queue.remove(waiter);
             finish(waiter);
-            waiter.resolve(decided.lease);
+            waiter.resolve(leaseOf(decided));
             continue;
           }
           queue.last = decided.lease;

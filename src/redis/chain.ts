@@ -2,7 +2,7 @@ import { describe } from '../duration.ts';
 import type { Lease } from '../limiters/lease.ts';
 import type { AcquireOptions, Statistics } from '../limiters/rate-limiter.ts';
 import type { Binding, BoundMember } from './engine.ts';
-import { type Context, RedisLimiter, RedisPartitionedLimiter } from './limiters.ts';
+import { type Context, leaseOf, RedisLimiter, RedisPartitionedLimiter } from './limiters.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: a chain accepts partitioned limiters over any resource type
 type Member = RedisLimiter | RedisPartitionedLimiter<any>;
@@ -50,7 +50,7 @@ export class RedisChainLimiter<R = void> {
     const [resource, permits] = this.split(args);
     const binding = this.bind(resource);
     this.context.engine.check(binding, permits);
-    return (await this.context.engine.decide(binding, 't', permits, 'limit')).lease;
+    return leaseOf(await this.context.engine.decide(binding, 't', permits, 'limit'));
   }
 
   /** Grants now if every member can; otherwise waits locally and asks again, or rejects at once. */

@@ -2,6 +2,7 @@ export { RedisChainLimiter, type RedisChainResource } from './chain.ts';
 export type { IoRedisLike, NodeRedisLike, RedisClientLike } from './client.ts';
 export { StoreUnavailableError } from './dispatcher.ts';
 export {
+  isUnavailableAnswer,
   RedisLimiter,
   type RedisLimiterOptions,
   RedisPartitionedLimiter,

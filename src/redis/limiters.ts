@@ -2,7 +2,7 @@ import { describe } from '../duration.ts';
 import type { Lease } from '../limiters/lease.ts';
 import type { AcquireOptions, LimiterSpec, Statistics } from '../limiters/rate-limiter.ts';
 import type { Waiting } from './acquire.ts';
-import type { Binding, BoundMember, Engine, Owner } from './engine.ts';
+import type { Binding, BoundMember, Decided, Engine, Owner } from './engine.ts';
 
 /** Options of `store.limiter(spec, options)`. */
 export interface RedisLimiterOptions {
@@ -36,6 +36,21 @@ export interface Context {
 
 const SPEC_CACHE = 10_000;
 
+// Leases answered by `onUnavailable` (Redis failed or was late) rather than by Redis: the HTTP layer counts
+// them as `store_unavailable`. A WeakSet, so the shared Lease class carries nothing for memory limiters.
+const unavailableAnswers = new WeakSet<Lease>();
+
+/** Whether `onUnavailable` answered this lease (Redis failed or missed its deadline), not Redis. */
+export function isUnavailableAnswer(lease: Lease): boolean {
+  return unavailableAnswers.has(lease);
+}
+
+/** @internal A decision's lease, marked when it is `onUnavailable`'s answer (local, and not the blocked cache). */
+export function leaseOf(decided: Decided): Lease {
+  if (decided.local && decided.blocked < 0) unavailableAnswers.add(decided.lease);
+  return decided.lease;
+}
+
 /**
  * One limiter state in Redis, shared by every process that uses the same name: the async twin of a memory
  * limiter. Same decisions, same `Lease` fields; `tryAcquire` is one round trip.
@@ -49,7 +64,8 @@ export class RedisLimiter implements Owner {
 
   /** @internal Use `store.limiter(spec, { name })`. */
   constructor(
-    private readonly context: Context,
+    /** @internal The store's context: limiters with the same one are on the same store. */
+    readonly context: Context,
     readonly spec: LimiterSpec,
     options: RedisLimiterOptions,
   ) {
@@ -76,7 +92,7 @@ export class RedisLimiter implements Owner {
   /** Decides now and never waits: one round trip. */
   async tryAcquire(permits = 1): Promise<Lease> {
     this.context.engine.check(this.binding, permits);
-    return (await this.context.engine.decide(this.binding, 't', permits, 'limit')).lease;
+    return leaseOf(await this.context.engine.decide(this.binding, 't', permits, 'limit'));
   }
 
   /** Grants now, or waits locally (bounded by `queueLimit`, abortable) and asks again when a retry can succeed. */
@@ -102,14 +118,18 @@ export class RedisPartitionedLimiter<R> implements Owner {
   granted = 0;
   rejected = 0;
   readonly name: string;
-  private readonly keyOf: (resource: R) => string;
+  /** The partition key of a resource: the `key` option. */
+  readonly keyOf: (resource: R) => string;
   private readonly specOf: (key: string) => LimiterSpec;
+  /** The spec every partition is built from, or undefined when it is chosen per key (tiers). */
+  readonly spec: LimiterSpec | undefined;
   private readonly tagOf: ((key: string) => string) | undefined;
   private readonly specs = new Map<string, LimiterSpec>();
 
   /** @internal Use `store.partitioned(options)`. */
   constructor(
-    private readonly context: Context,
+    /** @internal The store's context: limiters with the same one are on the same store. */
+    readonly context: Context,
     options: RedisPartitionedOptions<R>,
   ) {
     if (options === null || typeof options !== 'object') {
@@ -132,6 +152,7 @@ export class RedisPartitionedLimiter<R> implements Owner {
       checkSpec('store.partitioned: limiter', limiter);
       this.specOf = () => limiter;
     }
+    this.spec = typeof limiter === 'function' ? undefined : limiter;
     this.keyOf = options.key;
     this.tagOf = options.hashTag;
   }
@@ -140,7 +161,7 @@ export class RedisPartitionedLimiter<R> implements Owner {
   async tryAcquire(resource: R, permits = 1): Promise<Lease> {
     const binding = this.binding(resource);
     this.context.engine.check(binding, permits);
-    return (await this.context.engine.decide(binding, 't', permits, 'limit')).lease;
+    return leaseOf(await this.context.engine.decide(binding, 't', permits, 'limit'));
   }
 
   /** Grants now, or waits locally in the partition's queue, or rejects at once. */
@@ -154,6 +175,11 @@ export class RedisPartitionedLimiter<R> implements Owner {
     const [available] = await this.context.engine.peek(binding);
     const queued = this.context.waiting.queued(binding);
     return { available, queued, granted: this.granted, rejected: this.rejected };
+  }
+
+  /** The algorithm that decides (or would decide) `key`'s partition. */
+  algorithmFor(key: string): LimiterSpec['algorithm'] {
+    return (this.specs.get(key) ?? this.specOf(key)).algorithm;
   }
 
   /** @internal The member bound to `resource`'s partition, and the partition key. */

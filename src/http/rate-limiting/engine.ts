@@ -1,11 +1,13 @@
 import { describe } from '../../duration.ts';
 import { ChainLease, Lease } from '../../limiters/lease.ts';
+import { isUnavailableAnswer } from '../../redis/limiters.ts';
 import { telemetry } from '../../telemetry.ts';
 import type { HttpRequest } from '../request.ts';
 import {
   buildPolicy,
   type RateLimitingOptions,
   type RejectedContext,
+  type RejectingLimiter,
   type ResolvedOptions,
   resolveOptions,
 } from './options.ts';
@@ -24,8 +26,9 @@ export class Decision {
     readonly result: Result,
   ) {}
 
-  /** Which limiter rejected: `'global'` or `'endpoint'`. */
-  get limiter(): 'global' | 'endpoint' {
+  /** Which limiter rejected: `'global'`, `'endpoint'`, or `'store'` when the Redis store's `onUnavailable` did. */
+  get limiter(): RejectingLimiter {
+    if (this.result === 'store_unavailable') return 'store';
     return this.result === 'global_limiter' ? 'global' : 'endpoint';
   }
 }
@@ -70,13 +73,14 @@ export class RateLimiting {
       return named;
     }
     const policy = buildPolicy(where, 'route', setting, true);
-    return new RouteLimits(this.options.global, policy, this.options.onRejected);
+    return new RouteLimits(this.options.global, policy, this.options.onRejected, where);
   }
 
   /**
    * Decides for one request. Without a queue anywhere in the chain (or in dry-run mode, which never holds a
    * request) the answer is synchronous. `signal` is asked for only when the request may wait: it should abort
    * when the client goes away or the request times out, which takes the request out of the queue at once.
+   * A route on a Redis store is always decided asynchronously (one round trip); memory routes never wait for it.
    */
   decide(
     req: HttpRequest,
@@ -84,6 +88,10 @@ export class RateLimiting {
     signal: () => AbortSignal | undefined,
   ): Decision | Promise<Decision> {
     if (route.unlimited) return new Decision(route, undefined, 'acquired');
+    const remote = route.remote;
+    if (remote !== undefined && (!route.mayQueue || this.options.dryRun)) {
+      return remote.tryAcquire(req).then((lease) => this.#decided(route, lease));
+    }
     if (!route.mayQueue || this.options.dryRun) return this.#decided(route, route.tryAcquire(req));
     const instruments = telemetry();
     const attributes = route.attributes.acquired;
@@ -115,7 +123,9 @@ export class RateLimiting {
 
   #decided(route: RouteLimits, lease: Lease): Decision {
     let result: Result;
-    if (lease.granted) result = 'acquired';
+    // Only a route on a Redis store can be answered by its onUnavailable (granted or not).
+    if (route.remote !== undefined && isUnavailableAnswer(lease)) result = 'store_unavailable';
+    else if (lease.granted) result = 'acquired';
     else if (lease.reason === 'queue-full' || lease.reason === 'evicted') result = 'queue_full';
     else {
       const index = route.members.indexOf(lease.source as never);
@@ -147,13 +157,22 @@ export class RateLimiting {
 
   /** The rate-limit header fields for an admitted request. */
   headers(req: HttpRequest, decision: Decision): Array<[string, string]> {
-    if (decision.lease === undefined) return [];
+    // An onUnavailable answer knows nothing of the limiters' state.
+    if (decision.lease === undefined || decision.result === 'store_unavailable') return [];
     return limitHeaders(this.options, decision.route, req, decision.lease);
   }
 
   /** The rejection floodgate sends when no `onRejected` hook applies. */
   rejection(req: HttpRequest, decision: Decision): Answer {
-    return rejection(this.options, decision.route, req, decision.lease!, decision.route.policy?.name);
+    const unavailable = decision.result === 'store_unavailable';
+    return rejection(
+      this.options,
+      decision.route,
+      req,
+      decision.lease!,
+      decision.route.policy?.name,
+      unavailable,
+    );
   }
 
   /** The context `onRejected` sees, with the answer floodgate will send unless the hook sends its own. */
@@ -166,7 +185,14 @@ export class RateLimiting {
     const route = decision.route;
     const lease = decision.lease!;
     const policy = route.policy?.name;
-    const answer = rejection(this.options, route, req, lease, policy);
+    const answer = rejection(
+      this.options,
+      route,
+      req,
+      lease,
+      policy,
+      decision.result === 'store_unavailable',
+    );
     const headers = new Headers();
     for (const [name, value] of answer.headers) headers.append(name, value);
     return {

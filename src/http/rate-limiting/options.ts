@@ -3,6 +3,8 @@ import { ChainLimiter } from '../../limiters/chain.ts';
 import type { Lease } from '../../limiters/lease.ts';
 import { PartitionedLimiter } from '../../limiters/partitioned.ts';
 import { RateLimiter } from '../../limiters/rate-limiter.ts';
+import { RedisChainLimiter } from '../../redis/chain.ts';
+import { RedisLimiter, RedisPartitionedLimiter } from '../../redis/limiters.ts';
 import {
   type HeaderStyle,
   type PartitionKeyHasher,
@@ -13,13 +15,27 @@ import type { HttpRequest } from '../request.ts';
 
 /**
  * What a policy limits with: a limiter (`fixedWindow(...)`: one bucket for every request it sees), a
- * `partitioned(...)` limiter (one bucket per key of the request, e.g. per client), or a `chain(...)` of them.
+ * `partitioned(...)` limiter (one bucket per key of the request, e.g. per client), or a `chain(...)` of them —
+ * in memory, or on a Redis store (`store.limiter(...)`, `store.partitioned(...)`, `store.chain(...)`) for a
+ * limit shared by every instance. The limiters of one route (global and policy) must all be on one store.
  */
-// biome-ignore lint/suspicious/noExplicitAny: partitioned limiters key the HttpRequest view, typed loosely by users
-export type HttpLimiter = RateLimiter | PartitionedLimiter<any> | ChainLimiter<any>;
+export type HttpLimiter =
+  | RateLimiter
+  // biome-ignore lint/suspicious/noExplicitAny: partitioned limiters key the HttpRequest view, typed loosely by users
+  | PartitionedLimiter<any>
+  // biome-ignore lint/suspicious/noExplicitAny: see above
+  | ChainLimiter<any>
+  | RedisLimiter
+  // biome-ignore lint/suspicious/noExplicitAny: see above
+  | RedisPartitionedLimiter<any>
+  // biome-ignore lint/suspicious/noExplicitAny: see above
+  | RedisChainLimiter<any>;
 
-/** Which limiter of the chain said no: the global limiter or the route's policy. */
-export type RejectingLimiter = 'global' | 'endpoint';
+/**
+ * Which limiter of the chain said no: the global limiter, the route's policy, or `'store'` when the Redis store
+ * did not answer and its `onUnavailable` did (`'fail-closed'`, or an insurance limiter that said no).
+ */
+export type RejectingLimiter = 'global' | 'endpoint' | 'store';
 
 /**
  * What `onRejected` sees, and may change: `status`, `headers` and `body` are what will be sent. It may also
@@ -99,8 +115,9 @@ export interface Policy {
   readonly onRejected: OnRejected | undefined;
 }
 
+/** One limiter of a route's chain: in memory (decided synchronously) or on a Redis store (one round trip). */
 // biome-ignore lint/suspicious/noExplicitAny: see HttpLimiter
-export type Member = RateLimiter | PartitionedLimiter<any>;
+export type Member = RateLimiter | PartitionedLimiter<any> | RedisLimiter | RedisPartitionedLimiter<any>;
 
 /** Validated options. */
 export interface ResolvedOptions {
@@ -208,11 +225,21 @@ export function buildPolicy(where: string, name: string, spec: unknown, withOpti
 }
 
 function isLimiter(value: unknown): value is HttpLimiter {
-  return value instanceof RateLimiter || value instanceof PartitionedLimiter || value instanceof ChainLimiter;
+  return (
+    value instanceof RateLimiter ||
+    value instanceof PartitionedLimiter ||
+    value instanceof ChainLimiter ||
+    value instanceof RedisLimiter ||
+    value instanceof RedisPartitionedLimiter ||
+    value instanceof RedisChainLimiter
+  );
 }
 
+// A chain is flattened into its members: the route rebuilds one chain of the global limiter and the policy.
 function flatten(limiter: HttpLimiter): Member[] {
-  return limiter instanceof ChainLimiter ? [...limiter.members] : [limiter];
+  return limiter instanceof ChainLimiter || limiter instanceof RedisChainLimiter
+    ? [...limiter.members]
+    : [limiter];
 }
 
 function hook(where: string, value: unknown): OnRejected | undefined {

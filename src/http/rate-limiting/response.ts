@@ -1,5 +1,6 @@
 import { ChainLease, type Lease } from '../../limiters/lease.ts';
 import { PartitionedLimiter } from '../../limiters/partitioned.ts';
+import { RateLimiter } from '../../limiters/rate-limiter.ts';
 import {
   type PolicyState,
   rateLimitHeaders,
@@ -62,11 +63,12 @@ function integer(value: number): number {
 
 /**
  * One state per limiter in force. A granted chain lease has one lease per member; a rejection carries only the
- * rejecting member's, so the others are read from their statistics (no reset time then).
+ * rejecting member's, so the others are read from their statistics (no reset time then) — in memory. A Redis
+ * member the lease does not cover is left out: reading it would cost a round trip per rejection.
  */
 export function policyStates(route: RouteLimits, req: HttpRequest, lease: Lease): PolicyState[] {
   const { members, infos } = route;
-  const states: PolicyState[] = new Array(members.length);
+  const states: PolicyState[] = [];
   const leases = lease instanceof ChainLease ? lease.members : [lease];
   const granted = lease.granted;
   for (let i = 0; i < members.length; i++) {
@@ -82,16 +84,15 @@ export function policyStates(route: RouteLimits, req: HttpRequest, lease: Lease)
     if (own !== undefined) {
       state.remaining = own.remaining;
       if (own.resetAfterMs !== undefined) state.resetAfterMs = own.resetAfterMs;
-    } else {
-      state.remaining =
-        member instanceof PartitionedLimiter
-          ? member.statistics(req).available
-          : member.statistics().available;
-    }
+    } else if (member instanceof PartitionedLimiter) {
+      state.remaining = member.statistics(req).available;
+    } else if (member instanceof RateLimiter) {
+      state.remaining = member.statistics().available;
+    } else continue;
     if (algorithm.windowMs !== undefined) state.windowMs = algorithm.windowMs;
     if (!algorithm.timeBased) state.unit = 'concurrent-requests';
     if (key !== undefined) state.partitionKey = key;
-    states[i] = state;
+    states.push(state);
   }
   return states;
 }
@@ -103,26 +104,34 @@ export interface Answer {
   body: string;
 }
 
-/** The status, header fields and body of a rejection, before `onRejected` sees them. */
+/**
+ * The status, header fields and body of a rejection, before `onRejected` sees them. When the store did not
+ * answer (`storeUnavailable`), no limiter's state is known and none was violated: only `Retry-After` is sent.
+ */
 export function rejection(
   options: ResolvedOptions,
   route: RouteLimits,
   req: HttpRequest,
   lease: Lease,
   policyName: string | undefined,
+  storeUnavailable = false,
 ): { status: number; headers: Array<[string, string]>; body: string } {
   const headers: Array<[string, string]> = [];
   if (lease.retryAfterMs !== undefined) {
     headers.push(['Retry-After', String(retryAfterSeconds(lease.retryAfterMs))]);
   }
-  for (const field of limitHeaders(options, route, req, lease)) headers.push(field);
-  const rejecting = route.members.indexOf(lease.source as Member);
-  const violated = rejecting < 0 ? [] : [route.names[rejecting]];
+  let policies: string[] | undefined;
+  if (!storeUnavailable) {
+    for (const field of limitHeaders(options, route, req, lease)) headers.push(field);
+    const rejecting = route.members.indexOf(lease.source as Member);
+    if (rejecting >= 0) policies = [route.names[rejecting]];
+    else if (policyName !== undefined) policies = [policyName];
+  }
   const { contentType, body } = rejectionBody({
     format: options.body,
     status: options.status,
     retryAfterMs: lease.retryAfterMs,
-    policies: violated.length > 0 ? violated : policyName === undefined ? undefined : [policyName],
+    policies,
   });
   headers.push(['Content-Type', contentType]);
   return { status: options.status, headers, body };

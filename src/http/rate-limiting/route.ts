@@ -6,6 +6,10 @@ import type { Attributes } from '../../telemetry.ts';
 import type { HttpRequest } from '../request.ts';
 import { MemberInfo } from './member-info.ts';
 import { GLOBAL, type Member, type OnRejected, type Policy } from './options.ts';
+import { checkOneStore, isRemote, type RemoteDecider, remoteDecider } from './stores.ts';
+
+// biome-ignore lint/suspicious/noExplicitAny: see HttpLimiter
+type MemoryMember = RateLimiter | PartitionedLimiter<any>;
 
 /** The metric results of one decision (behaviour.md §4). */
 export type Result =
@@ -48,16 +52,23 @@ export class RouteLimits {
   readonly attributes: Readonly<Record<Result, Attributes>>;
   readonly dryRunAttributes: Readonly<Record<Result, Attributes>>;
   readonly onRejected: OnRejected | undefined;
-  /** Decides now for `req`; never waits. */
+  /** Decides now for `req`; never waits. Memory limiters only: a route on a Redis store uses {@link remote}. */
   readonly tryAcquire: (req: HttpRequest) => Lease;
   /** Decides for `req`, waiting in a queue when a member has one. */
   readonly acquire: (req: HttpRequest, signal: AbortSignal | undefined) => Promise<Lease>;
+  /** How the route decides when its limiters are on a Redis store (then every decision is a Promise). */
+  readonly remote: RemoteDecider | undefined;
 
+  /**
+   * Throws a `TypeError` (prefixed with `where`) when the global limiter and the policy are not on one store:
+   * their chain could not be all-or-nothing.
+   */
   constructor(
     readonly global: Policy | undefined,
     /** The route's own policy, or undefined when only the global limiter applies. */
     readonly policy: Policy | undefined,
     fallbackOnRejected: OnRejected | undefined,
+    where = 'rateLimiting',
   ) {
     const members: Member[] = [];
     const names: string[] = [];
@@ -71,7 +82,8 @@ export class RouteLimits {
     this.members = members;
     this.names = names;
     this.infos = members.map((member, i) => new MemberInfo(member, names[i]));
-    this.partitioned = this.infos.filter((info) => info.keyOf !== undefined);
+    // Partitions on a Redis store live in Redis: the `partitions` metric follows memory limiters only.
+    this.partitioned = this.infos.filter((info) => info.member instanceof PartitionedLimiter);
     this.globalCount = global?.members.length ?? 0;
     this.metricPolicy = policy?.name ?? GLOBAL;
     this.onRejected = policy?.onRejected ?? fallbackOnRejected;
@@ -86,13 +98,21 @@ export class RouteLimits {
     this.dryRunAttributes = dryRunAttributes;
 
     const keyed = members.some((m) => m instanceof PartitionedLimiter);
-    if (members.length === 0) {
+    if (members.length > 0) checkOneStore(where, members, names);
+    const remote = members.length > 0 && isRemote(members[0]) ? remoteDecider(members as never) : undefined;
+    this.remote = remote;
+    if (remote !== undefined) {
+      this.tryAcquire = () => {
+        throw new Error('floodgate: a route on a Redis store decides through route.remote');
+      };
+      this.acquire = (req, signal) => remote.acquire(req, signal);
+    } else if (members.length === 0) {
       this.tryAcquire = () => {
         throw new Error('floodgate: a route without limiters has nothing to decide');
       };
       this.acquire = this.tryAcquire as never;
     } else if (members.length === 1) {
-      const only = members[0];
+      const only = members[0] as MemoryMember;
       if (only instanceof RateLimiter) {
         this.tryAcquire = () => only.tryAcquire(1);
         this.acquire = (_req, signal) => only.acquire(1, { signal });
@@ -102,11 +122,11 @@ export class RouteLimits {
       }
     } else {
       if (keyed) {
-        const chain = new ChainLimiter<HttpRequest>(members);
+        const chain = new ChainLimiter<HttpRequest>(members as MemoryMember[]);
         this.tryAcquire = (req) => chain.tryAcquire(req, 1);
         this.acquire = (req, signal) => chain.acquire(req, 1, { signal });
       } else {
-        const chain = new ChainLimiter<void>(members);
+        const chain = new ChainLimiter<void>(members as MemoryMember[]);
         this.tryAcquire = () => chain.tryAcquire(1);
         this.acquire = (_req, signal) => chain.acquire(1, { signal });
       }
