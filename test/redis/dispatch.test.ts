@@ -1,12 +1,13 @@
 /**
  * The dispatcher without a server: decisions issued in one tick share one script call per slot, in order; a call
  * that does not answer in time fails every decision in it with StoreUnavailableError, and a late answer is
- * ignored; a failure becomes StoreUnavailableError too.
+ * ignored; a failure becomes StoreUnavailableError too. The request encoding: short form for the common request.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ScriptRunner } from '../../src/redis/client.ts';
 import { Dispatcher, StoreUnavailableError } from '../../src/redis/dispatcher.ts';
+import { encodeRequest, type MemberCall, type Op } from '../../src/redis/protocol.ts';
 import { keySlot } from '../../src/redis/slot.ts';
 
 interface Call {
@@ -76,4 +77,22 @@ test('a call past its deadline fails its decisions with StoreUnavailableError; a
     failing,
     (error: unknown) => error instanceof StoreUnavailableError && /Connection is closed/.test(String(error)),
   );
+});
+
+test('the common request goes in short form (4 arguments); anything else in full', () => {
+  const lone = { key: 'k', spec: 'fw:5:1000::0:1000:30000', origin: '', blocked: false, lease: '' };
+  const args: string[] = [];
+  encodeRequest(args, 't', 2, '', [lone]);
+  encodeRequest(args, 'w', 1, '17', [lone]);
+  assert.deepEqual(args, ['T', '2', '', lone.spec, 'W', '1', '17', lone.spec]);
+  const full = (op: Op, members: MemberCall[]) => {
+    const out: string[] = [];
+    encodeRequest(out, op, 1, '', members);
+    return out.slice(0, 4);
+  };
+  assert.deepEqual(full('t', [{ ...lone, origin: '5' }]), ['t', '1', '1', ''], 'an origin');
+  assert.deepEqual(full('w', [{ ...lone, blocked: true }]), ['w', '1', '1', ''], 'blocked');
+  assert.deepEqual(full('t', [{ ...lone, lease: '1:a' }]), ['t', '1', '1', ''], 'a lease');
+  assert.deepEqual(full('p', [lone]), ['p', '1', '1', ''], 'a peek');
+  assert.deepEqual(full('t', [lone, lone]), ['t', '1', '2', ''], 'a chain');
 });
