@@ -1,5 +1,5 @@
 /**
- * The one script every decision runs: a batch of requests, each over one or more limiters (a chain), decided
+ * The decision code every call runs (as a Redis Function, or as a script on Redis 6): a batch of requests, each over one or more limiters (a chain), decided
  * in order and all-or-nothing per request, mirroring `LimiterCore.canGrant/commit/reject` and
  * `ChainLimiter.tryAcquire`. Layout (see `../protocol.ts`):
  *
