@@ -120,11 +120,10 @@ function ioredis(client: IoRedisLike): Calls {
     (client as { constructor?: { name?: string } }).constructor?.name === 'Cluster' ||
     typeof client.nodes === 'function';
   const call = typeof client.call === 'function' ? client.call.bind(client) : undefined;
-  const nodes = cluster
-    ? typeof client.nodes === 'function'
-      ? () => client.nodes!('master')
-      : undefined
-    : () => [client as Required<IoRedisLike>];
+  // Where the library is loaded: the one server, or every master of a Cluster (FCALL goes to the key's).
+  let nodes: (() => Pick<Required<IoRedisLike>, 'call'>[]) | undefined;
+  if (!cluster) nodes = () => [client as Required<IoRedisLike>];
+  else if (typeof client.nodes === 'function') nodes = () => client.nodes!('master');
   return {
     cluster,
     fcall: call && ((fn, keys, args) => call('FCALL', fn, String(keys.length), ...keys, ...args)),
