@@ -58,8 +58,9 @@ export function specText(
 
 /**
  * Appends one request's arguments: `op, permits, members, now` then each member's {@link MEMBER_ARGS}; or, for
- * the common request (a try or queued attempt, one member with no origin, not blocked, no lease), the short
- * form `T|W, permits, now, spec` — half the arguments, which both ioredis and Redis pay for one by one.
+ * the common request (a try or queued attempt whose members have no origin, are not blocked and hold no lease),
+ * a short form: `T|W, permits, now, spec` for one member, `C|D, permits, now, members, spec…` for a chain —
+ * half the arguments or fewer, which both ioredis and Redis pay for one by one.
  */
 export function encodeRequest(
   out: string[],
@@ -68,12 +69,15 @@ export function encodeRequest(
   now: string,
   members: readonly MemberCall[],
 ): void {
-  if (members.length === 1 && (op === 't' || op === 'w')) {
-    const m = members[0];
-    if (m.origin === '' && !m.blocked && m.lease === '') {
-      out.push(op === 't' ? 'T' : 'W', String(permits), now, m.spec);
+  if ((op === 't' || op === 'w') && members.every((m) => m.origin === '' && !m.blocked && m.lease === '')) {
+    if (members.length === 1) {
+      out.push(op === 't' ? 'T' : 'W', String(permits), now, members[0].spec);
       return;
     }
+    // A chain of such members: `C|D, permits, now, members` then one spec per member.
+    out.push(op === 't' ? 'C' : 'D', String(permits), now, String(members.length));
+    for (const m of members) out.push(m.spec);
+    return;
   }
   out.push(op, String(permits), String(members.length), now);
   for (const m of members) out.push(m.spec, m.origin, m.blocked ? '1' : '0', m.lease);

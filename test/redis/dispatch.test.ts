@@ -79,7 +79,7 @@ test('a call past its deadline fails its decisions with StoreUnavailableError; a
   );
 });
 
-test('the common request goes in short form (4 arguments); anything else in full', () => {
+test('the common request goes in short form (one argument per member); anything else in full', () => {
   const lone = { key: 'k', spec: 'fw:5:1000::0:1000:30000', origin: '', blocked: false, lease: '' };
   const args: string[] = [];
   encodeRequest(args, 't', 2, '', [lone]);
@@ -94,5 +94,8 @@ test('the common request goes in short form (4 arguments); anything else in full
   assert.deepEqual(full('w', [{ ...lone, blocked: true }]), ['w', '1', '1', ''], 'blocked');
   assert.deepEqual(full('t', [{ ...lone, lease: '1:a' }]), ['t', '1', '1', ''], 'a lease');
   assert.deepEqual(full('p', [lone]), ['p', '1', '1', ''], 'a peek');
-  assert.deepEqual(full('t', [lone, lone]), ['t', '1', '2', ''], 'a chain');
+  assert.deepEqual(full('t', [lone, { ...lone, lease: '1:a' }]), ['t', '1', '2', ''], 'a chain with a lease');
+  const chain: string[] = [];
+  encodeRequest(chain, 'w', 1, '', [lone, { ...lone, spec: 'tb:3:1:1000:0:1000:30000' }]);
+  assert.deepEqual(chain, ['D', '1', '', '2', lone.spec, 'tb:3:1:1000:0:1000:30000'], 'a chain in short');
 });

@@ -7,8 +7,8 @@
  *   and per member `MEMBER_ARGS` values: `spec, origin, blocked, lease`, where `spec` is
  *   `kind:limit:p1:p2:countRejected:ttlPad:leaseTtl` (constant per limiter, so built once in JS). `KEYS` holds
  *   one key per member, in the same order.
- * - the common request in short (`T`/`W` for `t`/`w`): `op, permits, now, spec`, one member with origin '',
- *   not blocked, no lease — 4 arguments instead of 8 (arguments cost time at both ends).
+ * - the common request in short, members with origin '', not blocked, no lease (arguments cost time at both
+ *   ends): one member `T|W, permits, now, spec` (`t`/`w`); a chain `C|D, permits, now, members, spec…`.
  * - ops: `t` try (a rejection is charged when `countRejected`), `w` a queued attempt (never charged), `p` peek
  *   (available permits, read-only), `x` release a concurrency lease, `n` renew one.
  * - reply per request: granted `{'1', remaining₁, reset₁, …}`; rejected `{'0', index, retryAfter,
@@ -321,10 +321,15 @@ local function decideBatch(KEYS, ARGV)
   for r = 1, tonumber(ARGV[1]) do
     local op, permits, at = ARGV[argi], tonumber(ARGV[argi + 1]), ARGV[argi + 2]
     local short = op == 'T' or op == 'W'
+    local chain = op == 'C' or op == 'D'
     local count
     if short then
       if op == 'T' then op = 't' else op = 'w' end
       argi = argi + 3
+    elseif chain then
+      if op == 'C' then op = 't' else op = 'w' end
+      count = tonumber(ARGV[argi + 3])
+      argi = argi + 4
     else
       count, at = tonumber(at), ARGV[argi + 3]
       argi = argi + 4
@@ -348,6 +353,18 @@ local function decideBatch(KEYS, ARGV)
       else
         local m = member(c, key, '', false, '', now)
         out[r] = decide(op, permits, { m }, now)
+        if m.dirty then save(m, now) end
+      end
+    elseif chain then
+      local ms = {}
+      for j = 1, count do
+        ms[j] = member(spec(ARGV[argi]), KEYS[keyi], '', false, '', now)
+        argi = argi + 1
+        keyi = keyi + 1
+      end
+      out[r] = decide(op, permits, ms, now)
+      for j = 1, count do
+        local m = ms[j]
         if m.dirty then save(m, now) end
       end
     else
