@@ -53,6 +53,8 @@ export interface Instruments {
   overrunDuration: Histogram;
   /** Outgoing calls by `result` (`sent`, `limited`, `paused`) and `origin`. */
   clientCalls: Counter;
+  /** Decisions a store could not make in time, answered by `onUnavailable`, by `limiter` name. */
+  storeUnavailable: Counter;
 }
 
 let instruments: Instruments | undefined;
@@ -72,6 +74,7 @@ export function telemetry(): Instruments {
       handlerOverruns: noop,
       overrunDuration: noop,
       clientCalls: noop,
+      storeUnavailable: noop,
     };
     return instruments;
   }
@@ -91,6 +94,9 @@ export function telemetry(): Instruments {
     }),
     overrunDuration: meter.createHistogram('floodgate.overrun_duration', { unit: 'ms' }),
     clientCalls: meter.createCounter('floodgate.client.calls', { description: 'Outgoing calls by result' }),
+    storeUnavailable: meter.createCounter('floodgate.store.unavailable', {
+      description: 'Decisions answered by onUnavailable because the store failed or was late',
+    }),
   };
   return instruments;
 }

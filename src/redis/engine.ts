@@ -180,10 +180,14 @@ export class Engine {
     this.options.onError?.(error);
   }
 
-  /** The `onUnavailable` answer; counted in metrics as `store_unavailable`. */
+  /**
+   * The `onUnavailable` answer, counted in `floodgate.store.unavailable` by limiter name. (Over HTTP the engine
+   * also counts the request as `floodgate.requests{result: store_unavailable}` under its policy: a separate
+   * instrument here keeps that one from counting each outage answer twice.)
+   */
   fallback(binding: Binding, permits: number): Lease {
     const first = binding.members[0];
-    telemetry().requests.add(1, { result: 'store_unavailable', policy: first.owner.name });
+    telemetry().storeUnavailable.add(1, { limiter: first.owner.name });
     const policy = this.options.onUnavailable;
     const limit = first.spec.algorithm.limit;
     if (policy === 'fail-open') {

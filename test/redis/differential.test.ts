@@ -128,7 +128,6 @@ async function compare(
       const key = `k${s.key}`;
       const remote = await redis(n, key);
       const local = memory(n, key);
-      console.log(i, n, clock.now(), fields(remote), fields(local), steps);
       assert.deepEqual(fields(remote), fields(local), `step ${i} at t=${clock.now()}: ${n} for ${key}`);
       if (local.granted) held.push([local, remote]);
     }
