@@ -9,17 +9,22 @@ import type { WaitQueue } from './wait-queue.ts';
 // biome-ignore lint/suspicious/noExplicitAny: a chain accepts partitioned limiters over any resource type
 type Member = RateLimiter | PartitionedLimiter<any>;
 
-/** The resource type a chain's partitioned members take (`void` when every member is a plain limiter). */
-export type ChainResource<M extends readonly Member[]> = {
-  [K in keyof M]: M[K] extends PartitionedLimiter<infer R> ? R : never;
+/**
+ * The resource type a chain's partitioned members take (`void` when every member is a plain limiter). Structural,
+ * so the Redis store's chain uses it too: a partitioned member is anything with a `keyOf(resource)`.
+ */
+export type ChainResource<M extends readonly unknown[]> = {
+  [K in keyof M]: M[K] extends { readonly keyOf: (resource: infer R) => string } ? R : never;
 }[number] extends infer U
   ? [U] extends [never]
     ? void
     : U
   : never;
 
-type Args<R> = [R] extends [void] ? [permits?: number] : [resource: R, permits?: number];
-type AcquireArgs<R> = [R] extends [void]
+/** A chain's `tryAcquire`/`statistics` arguments: the resource first when a member is partitioned. */
+export type ChainArgs<R> = [R] extends [void] ? [permits?: number] : [resource: R, permits?: number];
+/** A chain's `acquire` arguments. */
+export type ChainAcquireArgs<R> = [R] extends [void]
   ? [permits?: number, options?: AcquireOptions]
   : [resource: R, permits?: number, options?: AcquireOptions];
 
@@ -55,7 +60,7 @@ export class ChainLimiter<R = void> {
   }
 
   /** Decides now for every member, all or nothing, and never waits. */
-  tryAcquire(...args: Args<R>): Lease {
+  tryAcquire(...args: ChainArgs<R>): Lease {
     const [resource, permits] = this.split(args);
     const binding = this.bind(resource, permits);
     if ('granted' in binding) return binding;
@@ -69,7 +74,7 @@ export class ChainLimiter<R = void> {
   }
 
   /** Grants now if every member can; otherwise waits in the queue of a member that cannot, or rejects at once. */
-  acquire(...args: AcquireArgs<R>): Promise<Lease> {
+  acquire(...args: ChainAcquireArgs<R>): Promise<Lease> {
     const [resource, permits, options] = this.splitAcquire(args);
     const signal = options?.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -96,7 +101,7 @@ export class ChainLimiter<R = void> {
   }
 
   /** Permits available (the least among members) and queued (summed), and grants and rejections summed. */
-  statistics(...args: Args<R>): Statistics {
+  statistics(...args: ChainArgs<R>): Statistics {
     const [resource] = this.split(args);
     const total: Statistics = { available: Number.POSITIVE_INFINITY, queued: 0, granted: 0, rejected: 0 };
     for (const member of this.members) {

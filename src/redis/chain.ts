@@ -1,4 +1,5 @@
 import { describe } from '../duration.ts';
+import type { ChainAcquireArgs, ChainArgs, ChainResource } from '../limiters/chain.ts';
 import type { Lease } from '../limiters/lease.ts';
 import type { AcquireOptions, Statistics } from '../limiters/rate-limiter.ts';
 import type { Binding, BoundMember } from './engine.ts';
@@ -7,19 +8,8 @@ import { type Context, leaseOf, RedisLimiter, RedisPartitionedLimiter } from './
 // biome-ignore lint/suspicious/noExplicitAny: a chain accepts partitioned limiters over any resource type
 type Member = RedisLimiter | RedisPartitionedLimiter<any>;
 
-/** The resource type a chain's partitioned members take (`void` when every member is a plain limiter). */
-export type RedisChainResource<M extends readonly Member[]> = {
-  [K in keyof M]: M[K] extends RedisPartitionedLimiter<infer R> ? R : never;
-}[number] extends infer U
-  ? [U] extends [never]
-    ? void
-    : U
-  : never;
-
-type Args<R> = [R] extends [void] ? [permits?: number] : [resource: R, permits?: number];
-type AcquireArgs<R> = [R] extends [void]
-  ? [permits?: number, options?: AcquireOptions]
-  : [resource: R, permits?: number, options?: AcquireOptions];
+/** The resource type a Redis chain's partitioned members take (`void` when every member is a plain limiter). */
+export type RedisChainResource<M extends readonly Member[]> = ChainResource<M>;
 
 /**
  * Several Redis limiters decided as one, all-or-nothing, in one script call: a rejected request consumes
@@ -46,7 +36,7 @@ export class RedisChainLimiter<R = void> {
   }
 
   /** Decides every member now, all or nothing: one round trip. */
-  async tryAcquire(...args: Args<R>): Promise<Lease> {
+  async tryAcquire(...args: ChainArgs<R>): Promise<Lease> {
     const [resource, permits] = this.split(args);
     const binding = this.bind(resource);
     this.context.engine.check(binding, permits);
@@ -54,14 +44,14 @@ export class RedisChainLimiter<R = void> {
   }
 
   /** Grants now if every member can; otherwise waits locally and asks again, or rejects at once. */
-  async acquire(...args: AcquireArgs<R>): Promise<Lease> {
+  async acquire(...args: ChainAcquireArgs<R>): Promise<Lease> {
     const [resource, permits] = this.split(args);
     const options = (this.needsResource ? args[2] : args[1]) as AcquireOptions | undefined;
     return this.context.waiting.acquire(this.bind(resource), permits, options?.signal);
   }
 
   /** Permits available (the least among members), queued here, and this process's grants and rejections. */
-  async statistics(...args: Args<R>): Promise<Statistics> {
+  async statistics(...args: ChainArgs<R>): Promise<Statistics> {
     const [resource] = this.split(args);
     const binding = this.bind(resource);
     const available = await this.context.engine.peek(binding);
