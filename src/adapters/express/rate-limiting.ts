@@ -1,13 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type Decision, RateLimiting } from '../../http/rate-limiting/engine.ts';
-import {
-  admit,
-  isThenable,
-  NodeRequestView,
-  reject,
-  waitSignal,
-  writeRejection,
-} from '../../http/rate-limiting/node-http.ts';
+import { RateLimiting } from '../../http/rate-limiting/engine.ts';
+import { decideAndContinue } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
 import { findMarker, kMarker, type Marked } from './route-lookahead.ts';
@@ -76,58 +69,7 @@ export function rateLimiting(
       next();
       return;
     }
-    const view = new NodeRequestView(req);
-    // A key function that throws fails this request, never the server.
-    let decision: Decision | Promise<Decision>;
-    try {
-      decision = engine.decide(view, route, () => waitSignal(req, res));
-    } catch (error) {
-      next(error as Error);
-      return;
-    }
-    if (isThenable(decision)) decision.then((d) => proceed(view, req, res, d, next), next);
-    else proceed(view, req, res, decision, next);
-  };
-
-  const proceed = (
-    view: NodeRequestView,
-    req: IncomingMessage,
-    res: ServerResponse,
-    decision: Decision,
-    next: (error?: unknown) => void,
-  ): void => {
-    if (decision.result === 'canceled') return;
-    if (decision.lease !== undefined && !decision.lease.granted) {
-      let done: void | Promise<void>;
-      try {
-        done = reject(
-          engine,
-          view,
-          res,
-          decision,
-          req,
-          res,
-          () => res.headersSent,
-          (context) => writeRejection(res, context),
-        );
-      } catch (error) {
-        next(error);
-        return;
-      }
-      if (!engine.options.dryRun) {
-        if (isThenable(done)) done.then(undefined, next);
-        return;
-      }
-      if (isThenable(done)) {
-        done.then(() => {
-          admit(engine, view, res, decision);
-          next();
-        }, next);
-        return;
-      }
-    }
-    admit(engine, view, res, decision);
-    next();
+    decideAndContinue(engine, route, req, res, next);
   };
 
   const middleware: ExpressMiddleware = (req, res, next) => {

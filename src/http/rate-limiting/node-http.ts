@@ -3,6 +3,7 @@ import type { HttpRequest } from '../request.ts';
 import { requestTimeoutOf } from '../timeouts/registry.ts';
 import type { Decision, RateLimiting } from './engine.ts';
 import type { Answer } from './response.ts';
+import type { RouteLimits } from './route.ts';
 
 /**
  * node `IncomingMessage` plumbing shared by the node:http, Express and Fastify adapters: a lazy request view,
@@ -123,4 +124,71 @@ export function writeRejection(res: ServerResponse, answer: Answer): void {
 
 export function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
+}
+
+/**
+ * Decides one node:http request (node and Express adapters alike) and continues: `next()` when admitted (headers
+ * set, a held permit watched), the rejection written when not, `next(error)` when the key function or
+ * `onRejected` throws — a bad request fails itself, never the server. A canceled request (the client left the
+ * queue) gets nothing.
+ */
+export function decideAndContinue(
+  engine: RateLimiting,
+  route: RouteLimits,
+  req: IncomingMessage,
+  res: ServerResponse,
+  next: (error?: unknown) => void,
+): void {
+  const view = new NodeRequestView(req);
+  let decision: Decision | Promise<Decision>;
+  try {
+    decision = engine.decide(view, route, () => waitSignal(req, res));
+  } catch (error) {
+    next(error);
+    return;
+  }
+  if (isThenable(decision)) decision.then((d) => proceed(engine, view, req, res, d, next), next);
+  else proceed(engine, view, req, res, decision, next);
+}
+
+function proceed(
+  engine: RateLimiting,
+  view: NodeRequestView,
+  req: IncomingMessage,
+  res: ServerResponse,
+  decision: Decision,
+  next: (error?: unknown) => void,
+): void {
+  if (decision.result === 'canceled') return;
+  if (decision.lease !== undefined && !decision.lease.granted) {
+    let done: void | Promise<void>;
+    try {
+      done = reject(
+        engine,
+        view,
+        res,
+        decision,
+        req,
+        res,
+        () => res.headersSent,
+        (context) => writeRejection(res, context),
+      );
+    } catch (error) {
+      next(error);
+      return;
+    }
+    if (!engine.options.dryRun) {
+      if (isThenable(done)) done.then(undefined, next);
+      return;
+    }
+    if (isThenable(done)) {
+      done.then(() => {
+        admit(engine, view, res, decision);
+        next();
+      }, next);
+      return;
+    }
+  }
+  admit(engine, view, res, decision);
+  next();
 }
