@@ -110,14 +110,8 @@ export function rateLimiting(
     return handle;
   };
 
-  const requirePolicy = (policy: string | Exclude<RouteLimit, string | false>): ExpressMiddleware => {
-    if (policy === undefined || (policy as unknown) === false) {
-      throw new TypeError(
-        'requirePolicy(): name a policy (or give an inline one); use noRateLimit() to disable limiting',
-      );
-    }
-    return marker(engine.route(policy, 'requirePolicy()'));
-  };
+  const requirePolicy = (policy: string | Exclude<RouteLimit, string | false>): ExpressMiddleware =>
+    marker(engine.requiredRoute(policy));
   const noRateLimit = (): ExpressMiddleware => marker(engine.disabledRoute);
 
   return Object.assign(middleware, { requirePolicy, noRateLimit, engine });

@@ -196,14 +196,8 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
     return handle;
   };
 
-  const requirePolicy = (policy: string | Exclude<RouteLimit<Context, Context>, string | false>) => {
-    if (policy === undefined || (policy as unknown) === false) {
-      throw new TypeError(
-        'requirePolicy(): name a policy (or give an inline one); use noRateLimit() to disable limiting',
-      );
-    }
-    return marker(engine.route(policy, 'requirePolicy()'));
-  };
+  const requirePolicy = (policy: string | Exclude<RouteLimit<Context, Context>, string | false>) =>
+    marker(engine.requiredRoute(policy));
   const noRateLimit = (): MiddlewareHandler => marker(engine.disabledRoute);
 
   return Object.assign(middleware, { requirePolicy, noRateLimit, engine });

@@ -77,6 +77,19 @@ export class RateLimiting {
   }
 
   /**
+   * A route marker's setting, which must name a policy or give an inline one: `undefined` and `false` are
+   * mistakes here (the global limiter alone needs no marker; `noRateLimit()` disables).
+   */
+  requiredRoute(setting: unknown, where = 'requirePolicy()'): RouteLimits {
+    if (setting === undefined || setting === false) {
+      throw new TypeError(
+        `${where}: name a policy (or give an inline one); use noRateLimit() to disable limiting`,
+      );
+    }
+    return this.route(setting, where);
+  }
+
+  /**
    * Decides for one request. Without a queue anywhere in the chain (or in dry-run mode, which never holds a
    * request) the answer is synchronous. `signal` is asked for only when the request may wait: it should abort
    * when the client goes away or the request times out, which takes the request out of the queue at once.
