@@ -26,6 +26,8 @@ export interface CoreWaiter extends Waiter {
   signal: AbortSignal | undefined;
   onAbort: (() => void) | undefined;
   admit: ((core: LimiterCore, slot: number, now: number) => void) | undefined;
+  /** The partition key its lease will carry. */
+  key: string | undefined;
 }
 
 /**
@@ -169,14 +171,20 @@ export class LimiterCore implements PermitOwner {
     return this.reject(slot, permits, now, 'limit');
   }
 
-  /** Grants now if it can, else waits in the queue if there is room, else rejects at once. */
-  acquire(slot: number, permits: number, signal: AbortSignal | undefined): Promise<Lease> {
+  /**
+   * Grants now if it can, else waits in the queue if there is room, else rejects at once. `key` (a partition's)
+   * is set on the lease here, so a partitioned limiter needs no Promise of its own to add it.
+   */
+  acquire(slot: number, permits: number, signal: AbortSignal | undefined, key?: string): Promise<Lease> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const now = this.options.clock.now();
-    if (this.canGrant(slot, permits, now)) return Promise.resolve(this.commit(slot, permits, now));
+    if (this.canGrant(slot, permits, now))
+      return Promise.resolve(keyed(this.commit(slot, permits, now), key));
     return new Promise<Lease>((resolve, reject) => {
       const waiter = newWaiter(permits, now, resolve, reject, signal, undefined);
-      if (!this.enqueue(slot, waiter, now)) resolve(this.reject(slot, permits, now, this.fullReason()));
+      waiter.key = key;
+      if (!this.enqueue(slot, waiter, now))
+        resolve(keyed(this.reject(slot, permits, now, this.fullReason()), key));
     });
   }
 
@@ -200,7 +208,7 @@ export class LimiterCore implements PermitOwner {
         const evicted = queue.head;
         this.unqueue(queue, evicted);
         settle(evicted);
-        evicted.resolve(this.reject(slot, evicted.permits, now, 'evicted'));
+        evicted.resolve(keyed(this.reject(slot, evicted.permits, now, 'evicted'), evicted.key));
       }
       queue = this.queues.get(slot);
     }
@@ -254,7 +262,7 @@ export class LimiterCore implements PermitOwner {
       }
       this.unqueue(queue, waiter);
       settle(waiter);
-      waiter.resolve(this.commit(slot, waiter.permits, now));
+      waiter.resolve(keyed(this.commit(slot, waiter.permits, now), waiter.key));
     }
     this.arm(now);
   }
@@ -318,7 +326,13 @@ export function newWaiter(
     signal,
     onAbort: undefined,
     admit,
+    key: undefined,
   };
+}
+
+function keyed(lease: Lease, key: string | undefined): Lease {
+  lease.key = key;
+  return lease;
 }
 
 /** The waiter is leaving for good: stop listening to its signal. */

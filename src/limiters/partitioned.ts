@@ -110,11 +110,7 @@ export class PartitionedLimiter<R> {
       return Promise.reject(error);
     }
     if (code === REJECTED) return Promise.resolve(this.overflowLease(resource, permits));
-    const key = this.boundKey;
-    return this.cores[code & 255].acquire(code >>> 8, permits, options?.signal).then((lease) => {
-      lease.key = key;
-      return lease;
-    });
+    return this.cores[code & 255].acquire(code >>> 8, permits, options?.signal, this.boundKey);
   }
 
   /** The partition's permits available and queued now (a fresh one if it is not live), and the totals of all. */

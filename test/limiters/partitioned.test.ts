@@ -150,3 +150,19 @@ test('invalid options are TypeErrors or RangeErrors naming the option and the va
   const bad = partitioned({ key: (k: string) => k, limiter: () => 42 as never });
   assert.throws(() => bad.tryAcquire('x'), /limiter\("x"\) must return a limiter; got 42/);
 });
+
+test('acquire: granted at once, after waiting, or rejected, the lease names its partition key', async () => {
+  const limiter = partitioned({
+    key: (k: string) => `user:${k}`,
+    limiter: concurrency({ permitLimit: 1, queueLimit: 1 }),
+  });
+  const first = await limiter.acquire('a');
+  assert.equal(first.key, 'user:a');
+  const waiting = limiter.acquire('a');
+  assert.equal((await limiter.acquire('a')).key, 'user:a', 'the queue-full rejection');
+  first.release();
+  const granted = await waiting;
+  assert.equal(granted.granted, true);
+  assert.equal(granted.key, 'user:a', 'the lease granted from the queue');
+  granted.release();
+});
