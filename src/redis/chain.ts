@@ -3,7 +3,7 @@ import type { ChainAcquireArgs, ChainArgs, ChainResource } from '../limiters/cha
 import type { Lease } from '../limiters/lease.ts';
 import type { AcquireOptions, Statistics } from '../limiters/rate-limiter.ts';
 import type { Binding, BoundMember } from './engine.ts';
-import { type Context, leaseOf, RedisLimiter, RedisPartitionedLimiter } from './limiters.ts';
+import { type Context, RedisLimiter, RedisPartitionedLimiter } from './limiters.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: a chain accepts partitioned limiters over any resource type
 type Member = RedisLimiter | RedisPartitionedLimiter<any>;
@@ -36,11 +36,18 @@ export class RedisChainLimiter<R = void> {
   }
 
   /** Decides every member now, all or nothing: one round trip. */
-  async tryAcquire(...args: ChainArgs<R>): Promise<Lease> {
-    const [resource, permits] = this.split(args);
-    const binding = this.bind(resource);
-    this.context.engine.check(binding, permits);
-    return leaseOf(await this.context.engine.decide(binding, 't', permits, 'limit'));
+  tryAcquire(...args: ChainArgs<R>): Promise<Lease> {
+    let binding: Binding;
+    let permits: number;
+    try {
+      const [resource, n] = this.split(args);
+      permits = n;
+      binding = this.bind(resource);
+      this.context.engine.check(binding, permits);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.context.engine.decideLease(binding, permits, 'limit');
   }
 
   /** Grants now if every member can; otherwise waits locally and asks again, or rejects at once. */

@@ -4,10 +4,11 @@ import type { Script } from './script.ts';
 /**
  * What the store needs from a Redis client: run the decision code over keys in one round trip, and whether the
  * client talks to a Cluster (then every call's keys must share a slot, and batches are split per slot).
+ * `keysAndArgs` is the `numKeys` keys then the arguments, in one array (a batch has hundreds: built once).
  */
 export interface ScriptRunner {
   readonly cluster: boolean;
-  run(script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  run(script: Script, numKeys: number, keysAndArgs: readonly string[]): Promise<unknown>;
 }
 
 /** The methods of ioredis (`Redis` and `Cluster`, v5 and v6) the adapter uses. */
@@ -40,11 +41,11 @@ export type RedisClientLike = IoRedisLike | NodeRedisLike;
 interface Calls {
   cluster: boolean;
   /** `FCALL`, if the client can send it. */
-  fcall?(fn: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  fcall?(fn: string, numKeys: number, keysAndArgs: readonly string[]): Promise<unknown>;
   /** `FUNCTION LOAD REPLACE` on every node that may run a decision (every master of a Cluster). */
   load?(library: string): Promise<void>;
-  evalsha(sha: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
-  eval(source: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  evalsha(sha: string, numKeys: number, keysAndArgs: readonly string[]): Promise<unknown>;
+  eval(source: string, numKeys: number, keysAndArgs: readonly string[]): Promise<unknown>;
 }
 
 /**
@@ -81,35 +82,38 @@ function runner(calls: Calls): ScriptRunner {
     });
     return loading;
   };
-  const viaScript = async (script: Script, keys: readonly string[], args: readonly string[]) => {
+  const viaScript = async (script: Script, numKeys: number, keysAndArgs: readonly string[]) => {
     try {
-      return await calls.evalsha(script.sha, keys, args);
+      return await calls.evalsha(script.sha, numKeys, keysAndArgs);
     } catch (error) {
       if (!isNoScript(error)) throw error;
-      return calls.eval(script.source, keys, args);
+      return calls.eval(script.source, numKeys, keysAndArgs);
     }
+  };
+  // After a first failure of FCALL: whether to load the library, switch to scripts, or fail.
+  const recover = async (error: unknown, script: Script, numKeys: number, keysAndArgs: readonly string[]) => {
+    if (noFunctions(error)) {
+      functions = false;
+      return viaScript(script, numKeys, keysAndArgs);
+    }
+    if (!isNoFunction(error)) throw error;
+    try {
+      await load(script.library);
+    } catch (loadError) {
+      if (!noFunctions(loadError)) throw loadError;
+      functions = false;
+      return viaScript(script, numKeys, keysAndArgs);
+    }
+    return calls.fcall!(script.fn, numKeys, keysAndArgs);
   };
   return {
     cluster: calls.cluster,
-    async run(script, keys, args) {
-      if (!functions) return viaScript(script, keys, args);
-      try {
-        return await calls.fcall!(script.fn, keys, args);
-      } catch (error) {
-        if (noFunctions(error)) {
-          functions = false;
-          return viaScript(script, keys, args);
-        }
-        if (!isNoFunction(error)) throw error;
-      }
-      try {
-        await load(script.library);
-      } catch (error) {
-        if (!noFunctions(error)) throw error;
-        functions = false;
-        return viaScript(script, keys, args);
-      }
-      return calls.fcall!(script.fn, keys, args);
+    run(script, numKeys, keysAndArgs) {
+      if (!functions) return viaScript(script, numKeys, keysAndArgs);
+      // The common case adds no promise of its own: the client's, with a handler only for its failure.
+      return calls.fcall!(script.fn, numKeys, keysAndArgs).catch((error: unknown) =>
+        recover(error, script, numKeys, keysAndArgs),
+      );
     },
   };
 }
@@ -126,15 +130,16 @@ function ioredis(client: IoRedisLike): Calls {
   else if (typeof client.nodes === 'function') nodes = () => client.nodes!('master');
   return {
     cluster,
-    fcall: call && ((fn, keys, args) => call('FCALL', fn, String(keys.length), ...keys, ...args)),
+    // ioredis flattens array arguments itself: no spread of a batch's hundreds of arguments.
+    fcall: call && ((fn, numKeys, keysAndArgs) => call('FCALL', fn, String(numKeys), keysAndArgs as never)),
     load:
       call &&
       nodes &&
       (async (library) => {
         await Promise.all(nodes().map((node) => node.call('FUNCTION', 'LOAD', 'REPLACE', library)));
       }),
-    evalsha: (sha, keys, args) => client.evalsha(sha, keys.length, ...keys, ...args),
-    eval: (source, keys, args) => client.eval(source, keys.length, ...keys, ...args),
+    evalsha: (sha, numKeys, keysAndArgs) => client.evalsha(sha, numKeys, ...keysAndArgs),
+    eval: (source, numKeys, keysAndArgs) => client.eval(source, numKeys, ...keysAndArgs),
   };
 }
 
@@ -142,9 +147,9 @@ function nodeRedis(client: NodeRedisLike): Calls {
   // node-redis' cluster exposes its masters; a single-node client does not.
   const cluster =
     'masters' in (client as object) || typeof (client as { getMasters?: unknown }).getMasters === 'function';
-  const options = (keys: readonly string[], args: readonly string[]) => ({
-    keys: keys as string[],
-    arguments: args as string[],
+  const options = (numKeys: number, keysAndArgs: readonly string[]) => ({
+    keys: keysAndArgs.slice(0, numKeys),
+    arguments: keysAndArgs.slice(numKeys),
   });
   let load: Calls['load'];
   if (!cluster && typeof client.functionLoad === 'function') {
@@ -164,10 +169,10 @@ function nodeRedis(client: NodeRedisLike): Calls {
   const fCall = typeof client.fCall === 'function' ? client.fCall.bind(client) : undefined;
   return {
     cluster,
-    fcall: fCall && ((fn, keys, args) => fCall(fn, options(keys, args))),
+    fcall: fCall && ((fn, numKeys, keysAndArgs) => fCall(fn, options(numKeys, keysAndArgs))),
     load,
-    evalsha: (sha, keys, args) => client.evalSha(sha, options(keys, args)),
-    eval: (source, keys, args) => client.eval(source, options(keys, args)),
+    evalsha: (sha, numKeys, keysAndArgs) => client.evalSha(sha, options(numKeys, keysAndArgs)),
+    eval: (source, numKeys, keysAndArgs) => client.eval(source, options(numKeys, keysAndArgs)),
   };
 }
 

@@ -10,11 +10,24 @@ export class StoreUnavailableError extends Error {
   }
 }
 
-interface Pending {
-  keys: readonly string[];
-  args: readonly string[];
-  resolve(reply: unknown[]): void;
-  reject(error: unknown): void;
+/** One request for the decision script, and where its answer goes. */
+export interface Request {
+  /** One key per member. */
+  readonly keys: readonly string[];
+  /** The request's encoded arguments (`encodeRequest`). */
+  readonly args: readonly string[];
+  /** The script's answer to this request: its fields separated by ','. Must not throw. */
+  answer(reply: string): void;
+  /** Redis failed or missed the deadline. Must not throw. */
+  fail(error: StoreUnavailableError): void;
+}
+
+/** A script call in flight. */
+interface Call {
+  readonly requests: Request[];
+  /** `performance.now()` past which its requests fail. */
+  readonly deadline: number;
+  settled: boolean;
 }
 
 // A bigger batch holds Redis longer; past this the gain per request is small.
@@ -24,10 +37,16 @@ const MAX_BATCH = 128;
  * Sends decisions to Redis with a deadline of its own per call (independent of the client's timeouts or its
  * offline queue) and, when `coalesce` is on, gathers the decisions issued in the same tick into one script call
  * per slot (per node without Cluster): one round trip for many decisions, in the order they were asked.
+ *
+ * Deadlines are kept by one timer for all calls, not one per call: every call has the same `timeoutMs`, so the
+ * calls in flight are in deadline order and the timer only ever waits for the oldest one.
  */
 export class Dispatcher {
-  private readonly groups = new Map<number, Pending[]>();
+  private readonly groups = new Map<number, Request[]>();
   private scheduled = false;
+  /** Calls in flight, oldest (first deadline) first. */
+  private readonly inFlight = new Set<Call>();
+  private timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private readonly runner: ScriptRunner,
@@ -35,81 +54,100 @@ export class Dispatcher {
     private readonly coalesce: boolean,
   ) {}
 
-  /** Runs one request (its own `keys` and encoded `args`); resolves with its reply. */
-  send(keys: readonly string[], args: readonly string[]): Promise<unknown[]> {
-    return new Promise((resolve, reject) => {
-      const pending: Pending = { keys, args, resolve, reject };
-      if (!this.coalesce) {
-        this.call([pending]);
-        return;
-      }
-      const slot = this.runner.cluster ? keySlot(keys[0]) : 0;
-      let group = this.groups.get(slot);
-      if (!group) {
-        group = [];
-        this.groups.set(slot, group);
-      }
-      group.push(pending);
-      if (group.length >= MAX_BATCH) {
-        this.groups.delete(slot);
-        this.call(group);
-      } else if (!this.scheduled) {
-        this.scheduled = true;
-        // After the promise reactions of this tick: decisions issued by them join the batch too.
-        process.nextTick(() => this.flush());
-      }
-    });
+  /** Sends `request`: now without coalescing, else with the other requests of this tick (per slot). */
+  send(request: Request): void {
+    if (!this.coalesce) {
+      this.call([request]);
+      return;
+    }
+    const slot = this.runner.cluster ? keySlot(request.keys[0]) : 0;
+    let group = this.groups.get(slot);
+    if (!group) {
+      group = [];
+      this.groups.set(slot, group);
+    }
+    group.push(request);
+    if (group.length >= MAX_BATCH) {
+      this.groups.delete(slot);
+      this.call(group);
+    } else if (!this.scheduled) {
+      this.scheduled = true;
+      // After the promise reactions of this tick: decisions issued by them join the batch too.
+      process.nextTick(() => this.flush());
+    }
+  }
+
+  /** Runs one request and resolves with its answer (rejects with StoreUnavailableError). */
+  request(keys: readonly string[], args: readonly string[]): Promise<string> {
+    return new Promise((resolve, reject) => this.send({ keys, args, answer: resolve, fail: reject }));
   }
 
   private flush(): void {
     this.scheduled = false;
-    const groups = [...this.groups.values()];
+    for (const group of this.groups.values()) this.call(group);
     this.groups.clear();
-    for (const group of groups) this.call(group);
   }
 
-  private call(group: Pending[]): void {
-    const keys: string[] = [];
-    const args: string[] = [String(group.length)];
-    for (const p of group) {
-      for (const k of p.keys) keys.push(k);
-      for (const a of p.args) args.push(a);
-    }
-    let settled = false;
-    const timer = setTimeout(() => {
-      settled = true;
-      const error = new StoreUnavailableError(`Redis did not answer within ${this.timeoutMs} ms`);
-      for (const p of group) p.reject(error);
-    }, this.timeoutMs);
-    let call: Promise<unknown>;
+  private call(requests: Request[]): void {
+    // KEYS, then ARGV: the number of requests and each request's arguments, built in one array.
+    const argv: string[] = [];
+    for (const r of requests) for (const k of r.keys) argv.push(k);
+    const numKeys = argv.length;
+    argv.push(String(requests.length));
+    for (const r of requests) for (const a of r.args) argv.push(a);
+    const call: Call = { requests, deadline: performance.now() + this.timeoutMs, settled: false };
+    this.inFlight.add(call);
+    this.timer ??= setTimeout(this.sweep, this.timeoutMs);
+    let running: Promise<unknown>;
     try {
-      call = this.runner.run(DECIDE_SCRIPT, keys, args);
+      running = this.runner.run(DECIDE_SCRIPT, numKeys, argv);
     } catch (error) {
-      call = Promise.reject(error);
+      running = Promise.reject(error);
     }
-    call.then(
-      (reply) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        if (!Array.isArray(reply) || reply.length !== group.length) {
-          const error = new StoreUnavailableError(
-            'Redis answered the decision script with an unexpected reply',
-          );
-          for (const p of group) p.reject(error);
-          return;
-        }
-        for (let i = 0; i < group.length; i++) group[i].resolve(reply[i] as unknown[]);
-      },
-      (cause) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        const error = new StoreUnavailableError(`Redis failed: ${(cause as Error)?.message ?? cause}`, {
-          cause,
-        });
-        for (const p of group) p.reject(error);
-      },
+    running.then(
+      (reply) => this.answered(call, reply),
+      (cause) =>
+        this.failed(
+          call,
+          new StoreUnavailableError(`Redis failed: ${(cause as Error)?.message ?? cause}`, { cause }),
+        ),
     );
   }
+
+  private answered(call: Call, reply: unknown): void {
+    if (call.settled) return;
+    const requests = call.requests;
+    const answers = typeof reply !== 'string' ? [] : requests.length === 1 ? [reply] : reply.split(';');
+    if (answers.length !== requests.length) {
+      this.failed(
+        call,
+        new StoreUnavailableError('Redis answered the decision script with an unexpected reply'),
+      );
+      return;
+    }
+    call.settled = true;
+    this.inFlight.delete(call);
+    for (let i = 0; i < requests.length; i++) requests[i].answer(answers[i]);
+  }
+
+  private failed(call: Call, error: StoreUnavailableError): void {
+    if (call.settled) return;
+    call.settled = true;
+    this.inFlight.delete(call);
+    for (const r of call.requests) r.fail(error);
+  }
+
+  /** Fails the calls past their deadline, then waits for the next one's. */
+  private readonly sweep = (): void => {
+    this.timer = undefined;
+    // Within a millisecond counts as due: a timer's own resolution is a millisecond.
+    const due = performance.now() + 1;
+    for (const call of this.inFlight) {
+      if (call.deadline > due) {
+        this.timer = setTimeout(this.sweep, call.deadline - due + 1);
+        return;
+      }
+      this.failed(call, new StoreUnavailableError(`Redis did not answer within ${this.timeoutMs} ms`));
+    }
+  };
 }

@@ -4,7 +4,7 @@ import { checkPermits } from '../limiters/options.ts';
 import type { LimiterSpec } from '../limiters/rate-limiter.ts';
 import { telemetry } from '../telemetry.ts';
 import type { ScriptRunner } from './client.ts';
-import { Dispatcher, StoreUnavailableError } from './dispatcher.ts';
+import { Dispatcher, type Request, type StoreUnavailableError } from './dispatcher.ts';
 import type { ResolvedOptions } from './options.ts';
 import { decodeNumber, encodeRequest, type MemberCall, type Op, specText } from './protocol.ts';
 import { keySlot } from './slot.ts';
@@ -87,43 +87,98 @@ export class Engine {
    * One decision. `op` `'t'` charges a rejection when `countRejected`; `'w'` (a queued attempt) never does.
    * `blockedFirst` says local waiters are ahead of this request (oldest-first fairness).
    */
-  async decide(
+  decide(
     binding: Binding,
     op: 't' | 'w',
     permits: number,
     reason: string,
     blockedFirst = false,
   ): Promise<Decided> {
+    return this.start(binding, op, permits, reason, blockedFirst, false) as Promise<Decided>;
+  }
+
+  /**
+   * `decide`, answered with the lease itself (marked when `onUnavailable` gave it): what `tryAcquire` returns,
+   * one promise per decision.
+   */
+  decideLease(binding: Binding, permits: number, reason: string): Promise<Lease> {
+    return this.start(binding, 't', permits, reason, false, true) as Promise<Lease>;
+  }
+
+  private start(
+    binding: Binding,
+    op: 't' | 'w',
+    permits: number,
+    reason: string,
+    blockedFirst: boolean,
+    asLease: boolean,
+  ): Promise<Decided | Lease> {
     const cacheKey = this.options.cacheBlocked ? binding.members.map((m) => m.key).join('\n') : '';
     if (cacheKey !== '') {
       const hit = this.blockedUntil.get(cacheKey);
       const left = hit ? hit.until - performance.now() : 0;
       if (hit && left > 0) {
         const l = hit.lease;
-        return {
-          lease: new Lease(false, l.reason, left, l.limit, 0, undefined, l.source),
-          blocked: 0,
-          local: true,
-        };
+        const lease = new Lease(false, l.reason, left, l.limit, 0, undefined, l.source);
+        return Promise.resolve(asLease ? lease : { lease, blocked: 0, local: true });
       }
       if (hit) this.blockedUntil.delete(cacheKey);
     }
-    if (performance.now() < this.openUntil)
-      return { lease: this.fallback(binding, permits), blocked: -1, local: true };
-    const leaseId = binding.members.some((m) => !m.spec.algorithm.timeBased)
-      ? `${permits}:${this.leasePrefix}.${(this.leaseCounter++).toString(36)}`
-      : '';
-    let reply: unknown[];
-    try {
-      reply = await this.send(binding, op, permits, leaseId, blockedFirst);
-    } catch (error) {
-      if (!(error instanceof StoreUnavailableError)) throw error;
-      this.failed(error);
-      return { lease: this.fallback(binding, permits), blocked: -1, local: true };
+    // The clock is read only while decisions skip Redis after a failure.
+    if (this.openUntil !== Number.NEGATIVE_INFINITY) {
+      if (performance.now() < this.openUntil) {
+        const decided: Decided = { lease: this.fallback(binding, permits), blocked: -1, local: true };
+        return Promise.resolve(asLease ? leaseOf(decided) : decided);
+      }
+      this.openUntil = Number.NEGATIVE_INFINITY;
     }
-    const decided = this.toLease(binding, reply, op, permits, reason, leaseId);
-    if (cacheKey !== '' && !decided.lease.granted && decided.lease.retryAfterMs! > 0 && permits > 0) {
-      this.blockedUntil.set(cacheKey, {
+    let leaseId = '';
+    for (const m of binding.members) {
+      if (!m.spec.algorithm.timeBased) {
+        leaseId = `${permits}:${this.leasePrefix}.${(this.leaseCounter++).toString(36)}`;
+        break;
+      }
+    }
+    return new Promise((resolve, reject) => {
+      const decision = new Decision(
+        this,
+        binding,
+        op,
+        permits,
+        reason,
+        leaseId,
+        cacheKey,
+        asLease,
+        resolve,
+        reject,
+      );
+      this.encodeInto(decision.keys, decision.args, binding, op, permits, leaseId, blockedFirst);
+      this.dispatcher.send(decision);
+    });
+  }
+
+  /** Permits available now in each member (read-only). */
+  async peek(binding: Binding): Promise<number[]> {
+    const keys: string[] = [];
+    const args: string[] = [];
+    this.encodeInto(keys, args, binding, 'p', 1, '', false);
+    const reply = await this.dispatcher.request(keys, args);
+    return reply.split(',').map((v) => decodeNumber(v) ?? 0);
+  }
+
+  /** Returns a concurrency lease's permits, or renews it; a failure is left to the lease TTL. */
+  leaseOp(binding: Binding, op: 'x' | 'n', leaseId: string): void {
+    const keys: string[] = [];
+    const args: string[] = [];
+    this.encodeInto(keys, args, binding, op, 0, leaseId, false);
+    this.dispatcher.request(keys, args).catch(() => {});
+  }
+
+  /** @internal Redis answered `decision`: its lease, and the blocked cache. */
+  answered(d: Decision, reply: string): Decided {
+    const decided = this.toLease(d.binding, reply.split(','), d.op, d.permits, d.reason, d.leaseId);
+    if (d.cacheKey !== '' && !decided.lease.granted && decided.lease.retryAfterMs! > 0 && d.permits > 0) {
+      this.blockedUntil.set(d.cacheKey, {
         until: performance.now() + decided.lease.retryAfterMs!,
         lease: decided.lease,
       });
@@ -132,24 +187,26 @@ export class Engine {
     return decided;
   }
 
-  /** Permits available now in each member (read-only). */
-  async peek(binding: Binding): Promise<number[]> {
-    const reply = await this.send(binding, 'p', 1, '', false);
-    return reply.map((v) => decodeNumber(v) ?? 0);
+  /** @internal Redis failed or was late for `decision`: skip it for a while; `onUnavailable` answers. */
+  unanswered(d: Decision, error: StoreUnavailableError): Decided {
+    this.failed(error);
+    return { lease: this.fallback(d.binding, d.permits), blocked: -1, local: true };
   }
 
-  /** Returns a concurrency lease's permits, or renews it; a failure is left to the lease TTL. */
-  leaseOp(binding: Binding, op: 'x' | 'n', leaseId: string): void {
-    this.send(binding, op, 0, leaseId, false).catch(() => {});
-  }
-
-  private send(binding: Binding, op: Op, permits: number, leaseId: string, blockedFirst: boolean) {
+  private encodeInto(
+    keys: string[],
+    args: string[],
+    binding: Binding,
+    op: Op,
+    permits: number,
+    leaseId: string,
+    blockedFirst: boolean,
+  ): void {
     const members = binding.members;
     const calls: MemberCall[] = new Array(members.length);
-    const keys: string[] = new Array(members.length);
     for (let i = 0; i < members.length; i++) {
       const m = members[i];
-      keys[i] = m.key;
+      keys.push(m.key);
       calls[i] = {
         key: m.key,
         spec: this.specOf(m.spec),
@@ -158,9 +215,7 @@ export class Engine {
         lease: leaseId,
       };
     }
-    const args: string[] = [];
     encodeRequest(args, op, permits, this.now(), calls);
-    return this.dispatcher.send(keys, args);
   }
 
   /** The settings string of a limiter spec, built once. */
@@ -214,7 +269,7 @@ export class Engine {
 
   private toLease(
     binding: Binding,
-    reply: unknown[],
+    reply: string[],
     op: 't' | 'w',
     permits: number,
     reason: string,
@@ -281,4 +336,58 @@ export class Engine {
     };
     return new HeldLease(m.spec.algorithm.limit, remaining, permits, owner, 0, 0, m.owner);
   }
+}
+
+/** One decision in flight: its request for the dispatcher, and its promise's settlement. */
+class Decision implements Request {
+  readonly keys: string[] = [];
+  readonly args: string[] = [];
+
+  constructor(
+    private readonly engine: Engine,
+    readonly binding: Binding,
+    readonly op: 't' | 'w',
+    readonly permits: number,
+    readonly reason: string,
+    readonly leaseId: string,
+    readonly cacheKey: string,
+    private readonly asLease: boolean,
+    private readonly resolve: (value: Decided | Lease) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {}
+
+  answer(reply: string): void {
+    try {
+      this.settle(this.engine.answered(this, reply));
+    } catch (error) {
+      this.reject(error);
+    }
+  }
+
+  fail(error: StoreUnavailableError): void {
+    try {
+      this.settle(this.engine.unanswered(this, error));
+    } catch (caught) {
+      this.reject(caught);
+    }
+  }
+
+  private settle(decided: Decided): void {
+    this.resolve(this.asLease ? leaseOf(decided) : decided);
+  }
+}
+
+// Leases answered by `onUnavailable` (Redis failed or was late) rather than by Redis: the HTTP layer counts
+// them as `store_unavailable`. A WeakSet, so the shared Lease class carries nothing for memory limiters.
+const unavailableAnswers = new WeakSet<Lease>();
+
+/** Whether `onUnavailable` answered this lease (Redis failed or missed its deadline), not Redis. */
+export function isUnavailableAnswer(lease: Lease): boolean {
+  return unavailableAnswers.has(lease);
+}
+
+/** @internal A decision's lease, marked when it is `onUnavailable`'s answer (local, and not the blocked cache). */
+export function leaseOf(decided: Decided): Lease {
+  if (decided.local && decided.blocked < 0) unavailableAnswers.add(decided.lease);
+  return decided.lease;
 }

@@ -2,7 +2,9 @@ import { describe } from '../duration.ts';
 import type { Lease } from '../limiters/lease.ts';
 import type { AcquireOptions, LimiterSpec, Statistics } from '../limiters/rate-limiter.ts';
 import type { Waiting } from './acquire.ts';
-import type { Binding, BoundMember, Decided, Engine, Owner } from './engine.ts';
+import type { Binding, BoundMember, Engine, Owner } from './engine.ts';
+
+export { isUnavailableAnswer } from './engine.ts';
 
 /** Options of `store.limiter(spec, options)`. */
 export interface RedisLimiterOptions {
@@ -35,21 +37,6 @@ export interface Context {
 }
 
 const SPEC_CACHE = 10_000;
-
-// Leases answered by `onUnavailable` (Redis failed or was late) rather than by Redis: the HTTP layer counts
-// them as `store_unavailable`. A WeakSet, so the shared Lease class carries nothing for memory limiters.
-const unavailableAnswers = new WeakSet<Lease>();
-
-/** Whether `onUnavailable` answered this lease (Redis failed or missed its deadline), not Redis. */
-export function isUnavailableAnswer(lease: Lease): boolean {
-  return unavailableAnswers.has(lease);
-}
-
-/** @internal A decision's lease, marked when it is `onUnavailable`'s answer (local, and not the blocked cache). */
-export function leaseOf(decided: Decided): Lease {
-  if (decided.local && decided.blocked < 0) unavailableAnswers.add(decided.lease);
-  return decided.lease;
-}
 
 /**
  * One limiter state in Redis, shared by every process that uses the same name: the async twin of a memory
@@ -90,9 +77,13 @@ export class RedisLimiter implements Owner {
   }
 
   /** Decides now and never waits: one round trip. */
-  async tryAcquire(permits = 1): Promise<Lease> {
-    this.context.engine.check(this.binding, permits);
-    return leaseOf(await this.context.engine.decide(this.binding, 't', permits, 'limit'));
+  tryAcquire(permits = 1): Promise<Lease> {
+    try {
+      this.context.engine.check(this.binding, permits);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.context.engine.decideLease(this.binding, permits, 'limit');
   }
 
   /** Grants now, or waits locally (bounded by `queueLimit`, abortable) and asks again when a retry can succeed. */
@@ -158,10 +149,15 @@ export class RedisPartitionedLimiter<R> implements Owner {
   }
 
   /** Decides now for `resource`'s partition: one round trip. */
-  async tryAcquire(resource: R, permits = 1): Promise<Lease> {
-    const binding = this.binding(resource);
-    this.context.engine.check(binding, permits);
-    return leaseOf(await this.context.engine.decide(binding, 't', permits, 'limit'));
+  tryAcquire(resource: R, permits = 1): Promise<Lease> {
+    let binding: Binding;
+    try {
+      binding = this.binding(resource);
+      this.context.engine.check(binding, permits);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.context.engine.decideLease(binding, permits, 'limit');
   }
 
   /** Grants now, or waits locally in the partition's queue, or rejects at once. */

@@ -60,7 +60,8 @@ export function specText(
  * Appends one request's arguments: `op, permits, members, now` then each member's {@link MEMBER_ARGS}; or, for
  * the common request (a try or queued attempt whose members have no origin, are not blocked and hold no lease),
  * a short form: `T|W, permits, now, spec` for one member, `C|D, permits, now, members, spec…` for a chain —
- * half the arguments or fewer, which both ioredis and Redis pay for one by one.
+ * half the arguments or fewer, which both ioredis and Redis pay for one by one; shortest, for a try of one
+ * permit on Redis's clock, `A, spec` and `B, members, spec…`.
  */
 export function encodeRequest(
   out: string[],
@@ -70,12 +71,15 @@ export function encodeRequest(
   members: readonly MemberCall[],
 ): void {
   if ((op === 't' || op === 'w') && members.every((m) => m.origin === '' && !m.blocked && m.lease === '')) {
+    const one = op === 't' && permits === 1 && now === '';
     if (members.length === 1) {
-      out.push(op === 't' ? 'T' : 'W', String(permits), now, members[0].spec);
+      if (one) out.push('A', members[0].spec);
+      else out.push(op === 't' ? 'T' : 'W', String(permits), now, members[0].spec);
       return;
     }
-    // A chain of such members: `C|D, permits, now, members` then one spec per member.
-    out.push(op === 't' ? 'C' : 'D', String(permits), now, String(members.length));
+    // A chain of such members: `C|D, permits, now, members` (or `B, members`) then one spec per member.
+    if (one) out.push('B', String(members.length));
+    else out.push(op === 't' ? 'C' : 'D', String(permits), now, String(members.length));
     for (const m of members) out.push(m.spec);
     return;
   }

@@ -182,3 +182,28 @@ test('keys expire on their own once their state is back to full (TTL = time to f
   assert.deepEqual(await c.command('KEYS', 'ttl:*'), [], 'idle keys are gone');
   await c.close();
 });
+
+test("Redis's clock: the time a window has left follows TIME to the millisecond, across a second", async () => {
+  const c = await clients.ioredis(server.port);
+  const store = redisStore({ client: c.client, timeoutMs: 2000 });
+  const window = 60_000;
+  const limiter = store.limiter(fixedWindow({ permitLimit: 10, window }), { name: uniqueName() });
+  const time = async () => {
+    const [seconds, micros] = (await c.command('TIME')) as [string, string];
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  };
+  const before1 = await time();
+  assert.equal((await limiter.tryAcquire()).resetAfterMs, window, 'the window starts at the first request');
+  const after1 = await time();
+  await new Promise((r) => setTimeout(r, 1050)); // the seconds' digits change too
+  const before2 = await time();
+  const second = await limiter.tryAcquire();
+  const after2 = await time();
+  // The window started between before1 and after1, and the second request was decided between before2 and after2.
+  const elapsed = window - second.resetAfterMs!;
+  assert.ok(
+    elapsed >= before2 - after1 && elapsed <= after2 - before1,
+    `${elapsed} ms between the decisions, TIME says ${before2 - after1}–${after2 - before1}`,
+  );
+  await c.close();
+});

@@ -22,8 +22,15 @@ function fakeRunner(cluster: boolean): ScriptRunner & { calls: Call[] } {
   return {
     cluster,
     calls,
-    run(_script, keys, args) {
-      return new Promise((resolve, reject) => calls.push({ keys, args, answer: resolve, fail: reject }));
+    run(_script, numKeys, keysAndArgs) {
+      return new Promise((resolve, reject) =>
+        calls.push({
+          keys: keysAndArgs.slice(0, numKeys),
+          args: keysAndArgs.slice(numKeys),
+          answer: resolve,
+          fail: reject,
+        }),
+      );
     },
   };
 }
@@ -31,13 +38,13 @@ function fakeRunner(cluster: boolean): ScriptRunner & { calls: Call[] } {
 test('decisions issued in one tick go in one call, in order, and each gets its own reply', async () => {
   const runner = fakeRunner(false);
   const dispatcher = new Dispatcher(runner, 1000, true);
-  const replies = [0, 1, 2].map((i) => dispatcher.send([`k${i}`], ['t', '1', '1', '', `a${i}`]));
+  const replies = [0, 1, 2].map((i) => dispatcher.request([`k${i}`], ['t', '1', '1', '', `a${i}`]));
   await new Promise((r) => setImmediate(r));
   assert.equal(runner.calls.length, 1);
   assert.deepEqual(runner.calls[0].keys, ['k0', 'k1', 'k2']);
   assert.deepEqual(runner.calls[0].args.slice(0, 6), ['3', 't', '1', '1', '', 'a0']);
-  runner.calls[0].answer([['r0'], ['r1'], ['r2']]);
-  assert.deepEqual(await Promise.all(replies), [['r0'], ['r1'], ['r2']]);
+  runner.calls[0].answer('r0;r1,x;r2');
+  assert.deepEqual(await Promise.all(replies), ['r0', 'r1,x', 'r2']);
 });
 
 test('in Cluster mode a tick is split per slot; without coalescing every decision is its own call', async () => {
@@ -45,32 +52,32 @@ test('in Cluster mode a tick is split per slot; without coalescing every decisio
   const dispatcher = new Dispatcher(runner, 1000, true);
   const keys = ['{a}x', '{b}x', '{a}y'];
   assert.notEqual(keySlot(keys[0]), keySlot(keys[1]));
-  const replies = keys.map((k) => dispatcher.send([k], ['t']));
+  const replies = keys.map((k) => dispatcher.request([k], ['t']));
   await new Promise((r) => setImmediate(r));
   assert.deepEqual(
     runner.calls.map((c) => c.keys),
     [['{a}x', '{a}y'], ['{b}x']],
   );
-  runner.calls[0].answer([['a1'], ['a2']]);
-  runner.calls[1].answer([['b1']]);
-  assert.deepEqual(await Promise.all(replies), [['a1'], ['b1'], ['a2']]);
+  runner.calls[0].answer('a1;a2');
+  runner.calls[1].answer('b1');
+  assert.deepEqual(await Promise.all(replies), ['a1', 'b1', 'a2']);
   const single = fakeRunner(false);
   const plain = new Dispatcher(single, 1000, false);
-  plain.send(['x'], ['t']).catch(() => {});
-  plain.send(['y'], ['t']).catch(() => {});
+  plain.request(['x'], ['t']).catch(() => {});
+  plain.request(['y'], ['t']).catch(() => {});
   assert.equal(single.calls.length, 2);
 });
 
 test('a call past its deadline fails its decisions with StoreUnavailableError; a late answer is ignored', async () => {
   const runner = fakeRunner(false);
   const dispatcher = new Dispatcher(runner, 20, true);
-  const reply = dispatcher.send(['k'], ['t']);
+  const reply = dispatcher.request(['k'], ['t']);
   await assert.rejects(
     reply,
     (error: unknown) => error instanceof StoreUnavailableError && /20 ms/.test(String(error)),
   );
-  runner.calls[0].answer([['late']]);
-  const failing = dispatcher.send(['k'], ['t']);
+  runner.calls[0].answer('late');
+  const failing = dispatcher.request(['k'], ['t']);
   await new Promise((r) => setImmediate(r));
   runner.calls[1].fail(new Error('Connection is closed.'));
   await assert.rejects(
@@ -98,4 +105,12 @@ test('the common request goes in short form (one argument per member); anything 
   const chain: string[] = [];
   encodeRequest(chain, 'w', 1, '', [lone, { ...lone, spec: 'tb:3:1:1000:0:1000:30000' }]);
   assert.deepEqual(chain, ['D', '1', '', '2', lone.spec, 'tb:3:1:1000:0:1000:30000'], 'a chain in short');
+  const one: string[] = [];
+  encodeRequest(one, 't', 1, '', [lone]);
+  encodeRequest(one, 't', 1, '', [lone, lone]);
+  assert.deepEqual(
+    one,
+    ['A', lone.spec, 'B', '2', lone.spec, lone.spec],
+    'one permit on Redis time, shortest',
+  );
 });

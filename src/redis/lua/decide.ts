@@ -8,11 +8,14 @@
  *   `kind:limit:p1:p2:countRejected:ttlPad:leaseTtl` (constant per limiter, so built once in JS). `KEYS` holds
  *   one key per member, in the same order.
  * - the common request in short, members with origin '', not blocked, no lease (arguments cost time at both
- *   ends): one member `T|W, permits, now, spec` (`t`/`w`); a chain `C|D, permits, now, members, spec…`.
+ *   ends): one member `T|W, permits, now, spec` (`t`/`w`); a chain `C|D, permits, now, members, spec…`; and
+ *   shortest, a try of one permit on Redis's clock: `A, spec` for one member, `B, members, spec…` for a chain.
  * - ops: `t` try (a rejection is charged when `countRejected`), `w` a queued attempt (never charged), `p` peek
  *   (available permits, read-only), `x` release a concurrency lease, `n` renew one.
- * - reply per request: granted `{'1', remaining₁, reset₁, …}`; rejected `{'0', index, retryAfter,
- *   chainRetryAfter, remaining, resetAfter}`; peek `{available₁, …}`. Numbers as `%.17g` strings, '' for none.
+ * - reply: one string, requests separated by ';', a request's fields by ',' — granted `1,remaining₁,reset₁,…`;
+ *   rejected `0,index,retryAfter,chainRetryAfter,remaining,resetAfter`; peek `available₁,…`; release and renew
+ *   ''. Numbers read back exactly (`num`), '' for none. One string rather than nested arrays: the client
+ *   decodes it in one piece instead of element by element (most of a batch's decoding time).
  */
 export const DECIDE = `
 local ALGORITHMS = { fw = FW, sw = SW, tb = TB, tc = TB, cc = CC }
@@ -80,9 +83,9 @@ local function fixedWindowTry(c, key, origin, blocked, op, permits, now)
       dirty = true
       local reset = 0
       if count ~= 0 then reset = start + w - now end
-      res = { '1', num(max(0, limit - count)), num(reset) }
+      res = '1,' .. num(max(0, limit - count)) .. ',' .. num(reset)
     else
-      res = { '1', num(limit - count), '' }
+      res = '1,' .. num(limit - count) .. ','
     end
   else
     if op == 't' and permits > 0 and c.countRejected then
@@ -93,7 +96,8 @@ local function fixedWindowTry(c, key, origin, blocked, op, permits, now)
     if limit - count < need then retry = start + w - now end
     local reset = 0
     if count ~= 0 then reset = start + w - now end
-    res = { '0', '1', num(retry), num(retry), num(max(0, limit - count)), num(reset) }
+    retry = num(retry)
+    res = '0,1,' .. retry .. ',' .. retry .. ',' .. num(max(0, limit - count)) .. ',' .. num(reset)
   end
   if dirty then
     local ttl = 0
@@ -151,7 +155,7 @@ local function decide(op, permits, ms, now)
   if op == 'p' then
     local res = {}
     for j, m in ipairs(ms) do res[j] = num(max(0, m.a.available(m.c, m.s))) end
-    return res
+    return concat(res, ',')
   end
   if op == 'x' or op == 'n' then
     for _, m in ipairs(ms) do
@@ -160,7 +164,7 @@ local function decide(op, permits, ms, now)
         elseif call('ZSCORE', m.key, m.lease) then holdLease(m.key, m.lease, now + m.c.leaseTtl, m.c.leaseTtl + m.c.pad) end
       end
     end
-    return {}
+    return ''
   end
   local need = permits
   if need == 0 then need = 1 end
@@ -174,7 +178,7 @@ local function decide(op, permits, ms, now)
   end
   if blocked == 0 then
     -- Sized for two members by the constructor (a table grown slot by slot reallocates); a lone member's
-    -- unused slots are cleared, so the reply ends where it did.
+    -- unused slots are left out of the reply.
     local res = { '1', false, false, false, false }
     for j = 1, n do
       local m = ms[j]
@@ -189,8 +193,7 @@ local function decide(op, permits, ms, now)
         res[2 * j + 1] = ''
       end
     end
-    if n == 1 then res[4], res[5] = nil, nil end
-    return res
+    return concat(res, ',', 1, 2 * n + 1)
   end
   local m = ms[blocked]
   if op == 't' and permits > 0 and m.c.countRejected and m.a.timeBased then
@@ -206,7 +209,7 @@ local function decide(op, permits, ms, now)
       if wait == wait and (longest ~= longest or wait > longest) then longest = wait end
     end
   end
-  return { '0', tostring(blocked), num(retry), num(longest), num(max(0, m.a.available(m.c, m.s))), num(m.a.resetAfter(m.c, m.s, now)) }
+  return '0,' .. blocked .. ',' .. num(retry) .. ',' .. num(longest) .. ',' .. num(max(0, m.a.available(m.c, m.s))) .. ',' .. num(m.a.resetAfter(m.c, m.s, now))
 end
 
 -- A lone time-based member tried (op 't' or 'w'): what \`member\`, \`decide\` and \`save\` do for it, in the same
@@ -231,17 +234,17 @@ local function singleTry(c, key, origin, blocked, op, permits, now)
     if permits > 0 then
       a.take(c, s, permits)
       dirty = true
-      res = { '1', num(max(0, a.available(c, s))), num(a.resetAfter(c, s, now)) }
+      res = '1,' .. num(max(0, a.available(c, s))) .. ',' .. num(a.resetAfter(c, s, now))
     else
-      res = { '1', num(a.available(c, s)), '' }
+      res = '1,' .. num(a.available(c, s)) .. ','
     end
   else
     if op == 't' and permits > 0 and c.countRejected then
       a.take(c, s, permits)
       dirty = true
     end
-    local retry = a.retryAfter(c, s, now, need)
-    res = { '0', '1', num(retry), num(retry), num(max(0, a.available(c, s))), num(a.resetAfter(c, s, now)) }
+    local retry = num(a.retryAfter(c, s, now, need))
+    res = '0,1,' .. retry .. ',' .. retry .. ',' .. num(max(0, a.available(c, s))) .. ',' .. num(a.resetAfter(c, s, now))
   end
   if dirty then
     local ttl = ceil(a.resetAfter(c, s, now))
@@ -290,17 +293,17 @@ local function tokenBucketTry(c, key, origin, blocked, op, permits, now)
     if permits > 0 then
       tokens = tokens - permits
       dirty = true
-      res = { '1', num(max(0, floor(tokens + EPSILON))), num(bucketWait(c, stamp, tokens, now, limit)) }
+      res = '1,' .. num(max(0, floor(tokens + EPSILON))) .. ',' .. num(bucketWait(c, stamp, tokens, now, limit))
     else
-      res = { '1', num(floor(tokens + EPSILON)), '' }
+      res = '1,' .. num(floor(tokens + EPSILON)) .. ','
     end
   else
     if op == 't' and permits > 0 and c.countRejected then
       tokens = tokens - permits
       dirty = true
     end
-    local retry = bucketWait(c, stamp, tokens, now, need)
-    res = { '0', '1', num(retry), num(retry), num(max(0, floor(tokens + EPSILON))), num(bucketWait(c, stamp, tokens, now, limit)) }
+    local retry = num(bucketWait(c, stamp, tokens, now, need))
+    res = '0,1,' .. retry .. ',' .. retry .. ',' .. num(max(0, floor(tokens + EPSILON))) .. ',' .. num(bucketWait(c, stamp, tokens, now, limit))
   end
   if dirty then
     -- TB has no \`sameExpiry\`: the TTL is always set anew.
@@ -318,21 +321,32 @@ local function decideBatch(KEYS, ARGV)
   local clock
   local out = {}
   local argi, keyi = 2, 1
-  for r = 1, tonumber(ARGV[1]) do
-    local op, permits, at = ARGV[argi], tonumber(ARGV[argi + 1]), ARGV[argi + 2]
-    local short = op == 'T' or op == 'W'
-    local chain = op == 'C' or op == 'D'
-    local count
-    if short then
-      if op == 'T' then op = 't' else op = 'w' end
-      argi = argi + 3
-    elseif chain then
-      if op == 'C' then op = 't' else op = 'w' end
-      count = tonumber(ARGV[argi + 3])
-      argi = argi + 4
+  local requests = int(ARGV[1])
+  for r = 1, requests do
+    local op = ARGV[argi]
+    local permits, at, short, chain, count
+    if op == 'A' then
+      op, permits, at, short = 't', 1, '', true
+      argi = argi + 1
+    elseif op == 'B' then
+      op, permits, at, chain = 't', 1, '', true
+      count = int(ARGV[argi + 1])
+      argi = argi + 2
     else
-      count, at = tonumber(at), ARGV[argi + 3]
-      argi = argi + 4
+      permits, at = int(ARGV[argi + 1]), ARGV[argi + 2]
+      short = op == 'T' or op == 'W'
+      chain = op == 'C' or op == 'D'
+      if short then
+        if op == 'T' then op = 't' else op = 'w' end
+        argi = argi + 3
+      elseif chain then
+        if op == 'C' then op = 't' else op = 'w' end
+        count = int(ARGV[argi + 3])
+        argi = argi + 4
+      else
+        count, at = tonumber(at), ARGV[argi + 3]
+        argi = argi + 4
+      end
     end
     local now
     if at ~= '' then
@@ -340,7 +354,7 @@ local function decideBatch(KEYS, ARGV)
     else
       if not clock then
         local t = call('TIME')
-        clock = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+        clock = seconds(t[1]) * 1000 + millis(t[2])
       end
       now = clock
     end
@@ -388,6 +402,7 @@ local function decideBatch(KEYS, ARGV)
       end
     end
   end
-  return out
+  if requests == 1 then return out[1] end
+  return concat(out, ';')
 end
 `;
