@@ -5,36 +5,29 @@
  *   ROUNDS=3 DURATION=4 CONNECTIONS=50 FRAMEWORKS=express,hono npm run bench:timeouts
  *   PROFILE=0 (skip the profile) · PROFILE_DURATION=5 · PROFILE_DETAIL=1 (floodgate's top functions)
  *
- * Each server runs in its own child process on a free loopback port, so that autocannon (in this process)
- * and the server do not share a core. Contenders run in alternation, round after round, and the medians of
- * requests/s are compared to the bare framework. A micro-benchmark of the deadline bookkeeping itself (the
+ * How servers are started, loaded (wrk, else autocannon) and compared, and INSTRUCTIONS=1 (instructions per
+ * request under callgrind): bench/http-runner.ts. A micro-benchmark of the deadline bookkeeping itself (the
  * shared deadline list against a `setTimeout` per request) comes first. The `no-op` contenders show what any
  * middleware (Express, Hono) or `onRequest` hook (Fastify) costs in that framework, before it does anything.
  */
-import { type ChildProcess, fork } from 'node:child_process';
 import http from 'node:http';
 import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import type { MiddlewareHandler } from 'hono';
+import {
+  listen,
+  load,
+  loadGenerator,
+  median,
+  runHttpBench,
+  startServer,
+  type Variant,
+} from './http-runner.ts';
 
-// Neither package ships types; these are the parts used here.
+// connect-timeout ships no types; this is the part used here.
 const require = createRequire(import.meta.url);
-const autocannon = require('autocannon') as (options: {
-  url: string;
-  connections: number;
-  duration: number;
-  pipelining: number;
-}) => Promise<{ requests: { average: number; total: number }; non2xx: number; errors: number }>;
 const connectTimeout = require('connect-timeout') as (time: string) => unknown;
 
 const TIMEOUT_MS = 10_000;
-
-type Variant = { framework: string; name: string; start: () => Promise<http.Server> };
-
-function listen(server: http.Server): Promise<http.Server> {
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
-}
 
 async function variants(): Promise<Variant[]> {
   const express = (await import('express')).default;
@@ -116,92 +109,12 @@ async function variants(): Promise<Variant[]> {
   ];
 }
 
-// ---- child: serve one variant and report its port ----
-if (process.argv[2] === '--serve') {
-  const [framework, name] = process.argv.slice(3);
-  const variant = (await variants()).find((v) => v.framework === framework && v.name === name)!;
-  const server = await variant.start();
-  // CPU time spent by this server, asked for before and after each run: on a shared machine it is a steadier
-  // measure of cost per request than requests/s.
-  process.on('message', (message) => {
-    // A normal exit, so that --cpu-prof writes its profile.
-    if (message === 'exit') process.exit(0);
-    const { user, system } = process.cpuUsage();
-    process.send!({ cpu: user + system });
-  });
-  process.send!({ port: (server.address() as AddressInfo).port });
-} else {
-  await main();
-}
-
-async function main(): Promise<void> {
-  const rounds = Number(process.env.ROUNDS ?? 5);
-  const duration = Number(process.env.DURATION ?? 5);
-  const connections = Number(process.env.CONNECTIONS ?? 50);
+const measuring = process.argv[2] !== '--serve' && process.env.INSTRUCTIONS !== '1';
+if (measuring) await micro();
+await runHttpBench({ file: import.meta.url, variants, title: 'requests that finish in time' });
+if (measuring && process.env.PROFILE !== '0') {
   const frameworks = (process.env.FRAMEWORKS ?? 'node,express,fastify,hono').split(',');
-
-  await micro();
-
-  const chosen = (await variants()).filter((v) => frameworks.includes(v.framework));
-  const children: ChildProcess[] = [];
-  const ports = new Map<Variant, number>();
-  try {
-    for (const v of chosen) {
-      const child = fork(fileURLToPath(import.meta.url), ['--serve', v.framework, v.name], {
-        execArgv: ['--import', 'tsx'],
-        stdio: 'inherit',
-      });
-      children.push(child);
-      ports.set(
-        v,
-        await new Promise<number>((resolve) =>
-          child.once('message', (m: { port: number }) => resolve(m.port)),
-        ),
-      );
-    }
-    const samples = new Map<Variant, number[]>(chosen.map((v) => [v, []]));
-    const cpu = new Map<Variant, number[]>(chosen.map((v) => [v, []]));
-    const childOf = new Map(chosen.map((v, i) => [v, children[i]]));
-    for (const v of chosen) await load(ports.get(v)!, 1, connections); // warm-up
-    for (let round = 0; round < rounds; round++) {
-      // Rotate the order within each framework so that no contender always runs first.
-      for (const framework of frameworks) {
-        const group = chosen.filter((v) => v.framework === framework);
-        for (let i = 0; i < group.length; i++) {
-          const v = group[(i + round) % group.length];
-          const child = childOf.get(v)!;
-          const before = await cpuOf(child);
-          const result = await load(ports.get(v)!, duration, connections);
-          samples.get(v)!.push(result.perSecond);
-          cpu.get(v)!.push(((await cpuOf(child)) - before) / result.total);
-        }
-      }
-      process.stderr.write(`round ${round + 1}/${rounds} done\n`);
-    }
-    console.log(
-      `\nrequests/s, median of ${rounds} alternating rounds of ${duration} s, ${connections} connections, ` +
-        `Node ${process.version}, ${(await import('node:os')).cpus().length} CPUs`,
-    );
-    console.log('framework contender            req/s   % of bare   server CPU µs/req   % of bare cost');
-    for (const framework of frameworks) {
-      const group = chosen.filter((v) => v.framework === framework);
-      const bareVariant = group.find((v) => v.name === 'bare')!;
-      const bare = median(samples.get(bareVariant)!);
-      const bareCpu = median(cpu.get(bareVariant)!);
-      for (const v of group) {
-        const m = median(samples.get(v)!);
-        const c = median(cpu.get(v)!);
-        console.log(
-          `${framework.padEnd(9)} ${v.name.padEnd(17)} ${m.toFixed(0).padStart(8)} ${((100 * m) / bare).toFixed(1).padStart(9)} %` +
-            ` ${c.toFixed(1).padStart(13)} µs ${((100 * bareCpu) / c).toFixed(1).padStart(13)} %`,
-        );
-      }
-    }
-  } finally {
-    for (const child of children) child.kill();
-  }
-  const profileSeconds = Number(process.env.PROFILE_DURATION ?? 5);
-  if (process.env.PROFILE !== '0') await profile(frameworks, profileSeconds, connections);
+  await profile(frameworks, Number(process.env.PROFILE_DURATION ?? 5), Number(process.env.CONNECTIONS ?? 50));
 }
 
 /**
@@ -213,17 +126,16 @@ async function profile(frameworks: string[], duration: number, connections: numb
   const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
   console.log(`\nfloodgate's share of server CPU, from --cpu-prof under ${duration} s of load:`);
+  const generator = loadGenerator();
   for (const framework of frameworks) {
     const dir = mkdtempSync(join(tmpdir(), 'floodgate-prof-'));
-    const child = fork(fileURLToPath(import.meta.url), ['--serve', framework, 'floodgate'], {
-      execArgv: ['--cpu-prof', '--cpu-prof-dir', dir, '--import', 'tsx'],
-      stdio: 'inherit',
-    });
-    const port = await new Promise<number>((resolve) =>
-      child.once('message', (m: { port: number }) => resolve(m.port)),
-    );
-    await load(port, 1, connections);
-    await load(port, duration, connections);
+    const { child, port } = await startServer(import.meta.url, framework, 'floodgate', [
+      '--cpu-prof',
+      '--cpu-prof-dir',
+      dir,
+    ]);
+    await load(generator, port, 1, connections);
+    await load(generator, port, duration, connections);
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.send('exit');
     await exited;
@@ -289,29 +201,6 @@ function floodgateShare(profile: CpuProfile): number {
     }
   }
   return floodgate / busy;
-}
-
-async function load(
-  port: number,
-  duration: number,
-  connections: number,
-): Promise<{ perSecond: number; total: number }> {
-  const result = await autocannon({ url: `http://127.0.0.1:${port}/`, connections, duration, pipelining: 1 });
-  if (result.non2xx > 0 || result.errors > 0)
-    throw new Error(`port ${port}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-  return { perSecond: result.requests.average, total: result.requests.total };
-}
-
-function cpuOf(child: ChildProcess): Promise<number> {
-  return new Promise((resolve) => {
-    child.once('message', (m: { cpu: number }) => resolve(m.cpu));
-    child.send('cpu');
-  });
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
 }
 
 // ---- the deadline bookkeeping alone: what replacing a timer per request saves ----

@@ -1,0 +1,367 @@
+/**
+ * The HTTP overhead runner shared by `bench:http` and `bench:timeouts`: each contender serves in its own child
+ * process on a free loopback port; a load generator in this process drives them in alternation, round after
+ * round; medians of requests/s and of server CPU per request are compared to the bare framework.
+ *
+ * The load generator is `wrk` when it is on the PATH (Debian: `apt-get install wrk`; the issue's own figures
+ * were taken with it), else autocannon. autocannon is JavaScript: on a 2-core machine it needs a whole core and
+ * still saturates before a bare node:http server does, so it measures its own parsing of the extra header bytes
+ * as much as the server. `LOADGEN=autocannon` forces it.
+ *
+ * `INSTRUCTIONS=1` measures instead what no other load on the machine can move: each server runs under
+ * `valgrind --tool=callgrind`, takes `WARMUP` requests (default 5000) to reach its optimised code, then
+ * `REQUESTS` more (default 3000) whose user-space instructions are counted and divided per request.
+ */
+import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** One server to measure: `name` is `'bare'` for the framework alone. */
+export interface Variant {
+  framework: string;
+  name: string;
+  start: () => Promise<http.Server>;
+}
+
+export interface RunOptions {
+  /** The bench file (`import.meta.url`), started again with `--serve framework name` for each contender. */
+  file: string;
+  variants: () => Promise<Variant[]>;
+  /** A line saying what is measured, printed above the table. */
+  title: string;
+  /** Whether non-2xx answers are expected (a hot key being rejected). */
+  expectRejections?: boolean;
+}
+
+export function listen(server: http.Server): Promise<http.Server> {
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+/** The entry point of a bench file: serves one variant when started with `--serve`, else runs the comparison. */
+export async function runHttpBench(options: RunOptions): Promise<void> {
+  if (process.argv[2] === '--serve') await serve(options);
+  else if (process.env.INSTRUCTIONS === '1') await countInstructions(options);
+  else await compareThroughput(options);
+}
+
+async function serve(options: RunOptions): Promise<void> {
+  const [framework, name] = process.argv.slice(3);
+  const variant = (await options.variants()).find((v) => v.framework === framework && v.name === name);
+  if (variant === undefined) throw new Error(`no variant ${framework} / ${name}`);
+  const server = await variant.start();
+  // A normal exit on SIGINT or 'exit', so that --cpu-prof and callgrind write their files.
+  process.on('SIGINT', () => process.exit(0));
+  // CPU time spent by this server, asked for before and after each run: on a shared machine it is a steadier
+  // measure of cost per request than requests/s.
+  process.on('message', (message) => {
+    if (message === 'exit') process.exit(0);
+    const { user, system } = process.cpuUsage();
+    process.send?.({ cpu: user + system });
+  });
+  const port = (server.address() as AddressInfo).port;
+  // Without an IPC channel (under valgrind) the port goes to stdout.
+  if (process.send === undefined) console.log(`port ${port}`);
+  else process.send({ port });
+}
+
+/** A served contender: its child process and port. */
+export interface Served {
+  child: ChildProcess;
+  port: number;
+}
+
+/** Starts `--serve framework name` of `file` in a child process; `execArgv` adds Node flags (e.g. --cpu-prof). */
+export async function startServer(
+  file: string,
+  framework: string,
+  name: string,
+  execArgv: string[] = [],
+): Promise<Served> {
+  const child = fork(new URL(file).pathname, ['--serve', framework, name], {
+    execArgv: [...execArgv, '--import', 'tsx'],
+    stdio: 'inherit',
+  });
+  const port = await new Promise<number>((resolve) =>
+    child.once('message', (m: { port: number }) => resolve(m.port)),
+  );
+  return { child, port };
+}
+
+async function compareThroughput(options: RunOptions): Promise<void> {
+  const rounds = Number(process.env.ROUNDS ?? 5);
+  const duration = Number(process.env.DURATION ?? 5);
+  const connections = Number(process.env.CONNECTIONS ?? 50);
+  const frameworks = (process.env.FRAMEWORKS ?? 'node,express,fastify,hono').split(',');
+  const chosen = (await options.variants()).filter((v) => frameworks.includes(v.framework));
+  const generator = loadGenerator();
+  const served = new Map<Variant, Served>();
+  try {
+    for (const v of chosen) served.set(v, await startServer(options.file, v.framework, v.name));
+    const samples = new Map<Variant, number[]>(chosen.map((v) => [v, []]));
+    const cpu = new Map<Variant, number[]>(chosen.map((v) => [v, []]));
+    const rejected = new Map<Variant, number>(chosen.map((v) => [v, 0]));
+    // Warm-up (and, for a hot key, spend the limit).
+    for (const v of chosen) await load(generator, served.get(v)!.port, 1, connections, options);
+    for (let round = 0; round < rounds; round++) {
+      // Rotate the order within each framework so that no contender always runs first.
+      for (const framework of frameworks) {
+        const group = chosen.filter((v) => v.framework === framework);
+        for (let i = 0; i < group.length; i++) {
+          const v = group[(i + round) % group.length];
+          const { child, port } = served.get(v)!;
+          const before = await cpuOf(child);
+          const result = await load(generator, port, duration, connections, options);
+          samples.get(v)!.push(result.perSecond);
+          rejected.set(v, rejected.get(v)! + result.non2xx);
+          cpu.get(v)!.push(((await cpuOf(child)) - before) / result.total);
+        }
+      }
+      process.stderr.write(`round ${round + 1}/${rounds} done\n`);
+    }
+    console.log(
+      `\n${options.title}: requests/s, median of ${rounds} alternating rounds of ${duration} s, ` +
+        `${connections} connections, ${generator}, Node ${process.version}, ${cpus().length} CPUs`,
+    );
+    console.log(
+      'framework contender                  req/s   % of bare   server CPU µs/req   % of bare cost   non-2xx',
+    );
+    for (const framework of frameworks) {
+      const group = chosen.filter((v) => v.framework === framework);
+      const bareVariant = group.find((v) => v.name === 'bare')!;
+      const bare = median(samples.get(bareVariant)!);
+      const bareCpu = median(cpu.get(bareVariant)!);
+      for (const v of group) {
+        const m = median(samples.get(v)!);
+        const c = median(cpu.get(v)!);
+        console.log(
+          `${framework.padEnd(9)} ${v.name.padEnd(23)} ${m.toFixed(0).padStart(8)} ${((100 * m) / bare).toFixed(1).padStart(9)} %` +
+            ` ${c.toFixed(1).padStart(13)} µs ${((100 * bareCpu) / c).toFixed(1).padStart(13)} %` +
+            ` ${String(rejected.get(v)).padStart(9)}`,
+        );
+      }
+    }
+  } finally {
+    for (const { child } of served.values()) child.kill();
+  }
+}
+
+export type Generator = 'wrk' | 'autocannon';
+
+export function loadGenerator(): Generator {
+  if (process.env.LOADGEN === 'autocannon') return 'autocannon';
+  try {
+    execFileSync('wrk', ['--version'], { stdio: 'ignore' });
+  } catch (error) {
+    // wrk prints its version and exits 1; only a missing binary is a failure.
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+      process.stderr.write('wrk is not installed (apt-get install wrk): using autocannon\n');
+      return 'autocannon';
+    }
+  }
+  return 'wrk';
+}
+
+interface LoadResult {
+  perSecond: number;
+  total: number;
+  non2xx: number;
+}
+
+export async function load(
+  generator: Generator,
+  port: number,
+  duration: number,
+  connections: number,
+  options: { expectRejections?: boolean } = {},
+): Promise<LoadResult> {
+  const result =
+    generator === 'wrk' ? await wrk(port, duration, connections) : await cannon(port, duration, connections);
+  if (result.errors > 0 || (!options.expectRejections && result.non2xx > 0)) {
+    throw new Error(`port ${port}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  }
+  return result;
+}
+
+async function wrk(
+  port: number,
+  duration: number,
+  connections: number,
+): Promise<LoadResult & { errors: number }> {
+  const args = [
+    '-t1',
+    `-c${connections}`,
+    `-d${Math.max(1, Math.round(duration))}s`,
+    `http://127.0.0.1:${port}/`,
+  ];
+  const out = await new Promise<string>((resolve, reject) => {
+    const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let text = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      text += chunk;
+    });
+    child.on('error', reject);
+    child.on('close', (code) =>
+      code === 0 ? resolve(text) : reject(new Error(`wrk exited ${code}: ${text}`)),
+    );
+  });
+  const number = (pattern: RegExp): number => Number(pattern.exec(out)?.[1] ?? 0);
+  const total = number(/(\d+) requests in/);
+  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  return {
+    perSecond: number(/Requests\/sec:\s+([\d.]+)/),
+    total,
+    non2xx: number(/Non-2xx or 3xx responses: (\d+)/),
+    errors: socketErrors === null ? 0 : socketErrors.slice(1).reduce((sum, n) => sum + Number(n), 0),
+  };
+}
+
+const require = createRequire(import.meta.url);
+
+async function cannon(
+  port: number,
+  duration: number,
+  connections: number,
+): Promise<LoadResult & { errors: number }> {
+  // autocannon ships no types; this is the part used here.
+  const autocannon = require('autocannon') as (options: object) => Promise<{
+    requests: { average: number; total: number };
+    non2xx: number;
+    errors: number;
+  }>;
+  const result = await autocannon({ url: `http://127.0.0.1:${port}/`, connections, duration, pipelining: 1 });
+  return {
+    perSecond: result.requests.average,
+    total: result.requests.total,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
+}
+
+function cpuOf(child: ChildProcess): Promise<number> {
+  return new Promise((resolve) => {
+    child.once('message', (m: { cpu: number }) => resolve(m.cpu));
+    child.send('cpu');
+  });
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+// ---- INSTRUCTIONS=1: user-space instructions per request, under callgrind ----
+
+async function countInstructions(options: RunOptions): Promise<void> {
+  const frameworks = (process.env.FRAMEWORKS ?? 'node,express,fastify,hono').split(',');
+  const warmup = Number(process.env.WARMUP ?? 5000);
+  const requests = Number(process.env.REQUESTS ?? 3000);
+  const parallel = Number(process.env.PARALLEL ?? 2);
+  const chosen = (await options.variants()).filter((v) => frameworks.includes(v.framework));
+  const counts = new Map<Variant, number>();
+  // Instruction counts do not depend on what else runs, so contenders can be measured side by side.
+  const queue = [...chosen];
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      for (let v = queue.shift(); v !== undefined; v = queue.shift()) {
+        counts.set(v, await instructionsPerRequest(options.file, v, warmup, requests));
+        process.stderr.write(`${v.framework} / ${v.name}: ${counts.get(v)!.toFixed(0)} instructions\n`);
+      }
+    }),
+  );
+  console.log(
+    `\n${options.title}: server user-space instructions per request (callgrind), after ${warmup} warm-up ` +
+      `requests, over ${requests}, Node ${process.version}`,
+  );
+  console.log('framework contender                  instructions   % of bare   added per request');
+  for (const framework of frameworks) {
+    const group = chosen.filter((v) => v.framework === framework);
+    const bare = counts.get(group.find((v) => v.name === 'bare')!)!;
+    for (const v of group) {
+      const n = counts.get(v)!;
+      console.log(
+        `${framework.padEnd(9)} ${v.name.padEnd(23)} ${n.toFixed(0).padStart(14)} ${((100 * bare) / n).toFixed(1).padStart(9)} %` +
+          ` ${(n - bare).toFixed(0).padStart(17)}`,
+      );
+    }
+  }
+}
+
+async function instructionsPerRequest(
+  file: string,
+  v: Variant,
+  warmup: number,
+  requests: number,
+): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'floodgate-callgrind-'));
+  const child = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      // V8 writes the code it runs: valgrind must notice code changing on the heap.
+      '--smc-check=all-non-file',
+      `--callgrind-out-file=${join(dir, 'out.%p')}`,
+      process.execPath,
+      '--import',
+      'tsx',
+      new URL(file).pathname,
+      '--serve',
+      v.framework,
+      v.name,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk;
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    let text = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      text += chunk;
+      const match = /port (\d+)/.exec(text);
+      if (match) resolve(Number(match[1]));
+    });
+    child.on('exit', (code) => reject(new Error(`valgrind exited ${code}: ${stderr.slice(-2000)}`)));
+  });
+  await requestMany(port, warmup);
+  execFileSync('callgrind_control', ['--zero', String(child.pid)], { stdio: 'ignore' });
+  await requestMany(port, requests);
+  execFileSync('callgrind_control', ['--dump', String(child.pid)], { stdio: 'ignore' });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGINT');
+  await exited;
+  // The --dump file is the first numbered part; the rest of the run goes to the final file.
+  const dumped = readdirSync(dir).find((f) => f.endsWith('.1'));
+  if (dumped === undefined) throw new Error(`no callgrind dump in ${dir}`);
+  const totals = /^totals: (\d+)/m.exec(readFileSync(join(dir, dumped), 'utf8'));
+  if (totals === null) throw new Error(`no totals in ${join(dir, dumped)}`);
+  return Number(totals[1]) / requests;
+}
+
+/** Sends `count` GET requests over 10 keep-alive connections and waits for every answer. */
+async function requestMany(port: number, count: number): Promise<void> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 10 });
+  let sent = 0;
+  await new Promise<void>((resolve, reject) => {
+    let done = 0;
+    const one = (): void => {
+      if (sent >= count) return;
+      sent++;
+      http
+        .get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
+          res.resume();
+          res.on('end', () => {
+            if (++done === count) resolve();
+            else one();
+          });
+        })
+        .on('error', reject);
+    };
+    for (let i = 0; i < 10; i++) one();
+  });
+  agent.destroy();
+}
