@@ -1,13 +1,22 @@
 /**
  * `npm run bench:redis`: decisions per second and p50/p99 latency at 1 and 64 in flight, one Node process, one
  * ioredis connection, one redis-server started here (no persistence): floodgate's Redis store (per call and
- * coalesced, single limiter and a 2-member chain; by FCALL of its Redis Function) against the raw EVALSHA of a
- * minimal fixed-window script,
- * rate-limiter-flexible's RateLimiterRedis and rate-limit-redis; then redis-benchmark running the same scripts
- * (the server's own limit, with and without pipelining). Every request is granted (limits far above the load)
- * over 1000 keys, so each library does its full work per call. BENCH_MS sets each run's length (default 3000).
+ * coalesced, a fixed window and a 2-member chain) against raw EVALSHA of fixed-window scripts,
+ * rate-limiter-flexible's RateLimiterRedis and rate-limit-redis; then redis-benchmark running the same code (the
+ * server's own limit, with and without pipelining).
+ *
+ * The baseline ("raw") is rate-limit-redis's own fixed-window script (PTTL, then SET … PX on a window's first hit
+ * or INCR; answers the count and the time left) sent by plain `evalsha`: a real fixed window with nothing of a
+ * library around it. A lighter script (INCR, PEXPIRE on the first hit; answers only the count) is shown too.
+ *
+ * Fairness: every contender uses the same client, server and 1000 keys; every request is granted (limits far
+ * above the load), so each does its full work per call; contenders run in turn, ROUNDS times (default 3), and a
+ * ratio is taken within a round, then the median over rounds is shown. Wall-clock figures on a shared machine
+ * move with its load: the Node and Redis CPU time per decision are printed beside them. BENCH_MS sets the
+ * length of each measurement (default 1000).
  */
 import { execFile } from 'node:child_process';
+import { loadavg } from 'node:os';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
@@ -19,22 +28,32 @@ import { DECIDE_SCRIPT } from '../src/redis/script.ts';
 import { RedisServer } from '../test/support/redis-server.ts';
 
 const run = promisify(execFile);
-const DURATION = Number(process.env.BENCH_MS ?? 3000);
+const DURATION = Number(process.env.BENCH_MS ?? 1000);
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const KEYS = Array.from({ length: 1000 }, (_, i) => `k${i}`);
-const RAW_FIXED_WINDOW = `local c = redis.call('INCR', KEYS[1])
+// rate-limit-redis 6's increment script, verbatim.
+const RAW_FIXED_WINDOW = `local windowMs = tonumber(ARGV[1])
+local timeToExpire = redis.call("PTTL", KEYS[1])
+if timeToExpire <= 0 then
+  redis.call("SET", KEYS[1], 1, "PX", windowMs)
+  return { 1, windowMs }
+end
+local totalHits = redis.call("INCR", KEYS[1])
+return { totalHits, timeToExpire }`;
+const RAW_INCR = `local c = redis.call('INCR', KEYS[1])
 if c == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return c`;
 
 type Decide = (key: string) => Promise<unknown>;
 
-interface Row {
-  name: string;
-  inflight: number;
+interface Sample {
   perSecond: number;
   p50: number;
   p99: number;
-  /** redis-server CPU time (user + sys) per decision: steadier than throughput on a busy machine. */
-  serverCpuUs: number;
+  /** redis-server's CPU time (user + sys) per decision. */
+  serverUs: number;
+  /** This process's CPU time per decision (the benchmark loop included). */
+  nodeUs: number;
 }
 
 /** redis-server's CPU time so far, in microseconds (INFO cpu). */
@@ -45,10 +64,10 @@ async function serverCpu(): Promise<number> {
   return (user + sys) * 1e6;
 }
 
-async function measure(name: string, inflight: number, decide: Decide): Promise<Row> {
+async function measure(inflight: number, decide: Decide): Promise<Sample> {
   const latencies: number[] = [];
   let n = 0;
-  const warmUntil = performance.now() + Math.min(500, DURATION / 4);
+  const warmUntil = performance.now() + Math.min(250, DURATION / 4);
   while (performance.now() < warmUntil) await decide(KEYS[n++ % KEYS.length]);
   const end = performance.now() + DURATION;
   let done = 0;
@@ -60,27 +79,39 @@ async function measure(name: string, inflight: number, decide: Decide): Promise<
       done++;
     }
   };
-  const cpuBefore = await serverCpu();
+  const serverBefore = await serverCpu();
+  const nodeBefore = process.cpuUsage();
   const started = performance.now();
   await Promise.all(Array.from({ length: inflight }, loop));
   const elapsed = (performance.now() - started) / 1000;
-  const serverCpuUs = ((await serverCpu()) - cpuBefore) / done;
+  const node = process.cpuUsage(nodeBefore);
+  const serverUs = ((await serverCpu()) - serverBefore) / done;
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
-  return { name, inflight, perSecond: done / elapsed, p50: at(0.5), p99: at(0.99), serverCpuUs };
+  return {
+    perSecond: done / elapsed,
+    p50: at(0.5),
+    p99: at(0.99),
+    serverUs,
+    nodeUs: (node.user + node.system) / done,
+  };
 }
 
-function print(row: Row, baseline?: Row): void {
-  const ratio = baseline ? `${((100 * row.perSecond) / baseline.perSecond).toFixed(0)} % of raw` : '';
-  console.log(
-    `  ${row.name.padEnd(46)} ${String(row.inflight).padStart(3)} in flight ${Math.round(row.perSecond).toLocaleString('en').padStart(9)} /s   p50 ${row.p50.toFixed(3)} ms   p99 ${row.p99.toFixed(3)} ms   server ${row.serverCpuUs.toFixed(1)} µs CPU/decision   ${ratio}`,
-  );
-}
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 
 const server = await RedisServer.start();
 const client = new Redis({ port: server.port });
 try {
   const rawSha = String(await client.script('LOAD', RAW_FIXED_WINDOW));
+  const incrSha = String(await client.script('LOAD', RAW_INCR));
   await client.script('LOAD', DECIDE_SCRIPT.source);
   await client.call('FUNCTION', 'LOAD', 'REPLACE', DECIDE_SCRIPT.library);
   const limit = 1_000_000_000;
@@ -111,8 +142,10 @@ try {
     prefix: 'rlr:',
   });
   rlr.init({ windowMs: 60_000 } as never);
+  const RAW = 'raw EVALSHA, fixed-window script (PTTL, INCR)';
   const contenders: [string, Decide][] = [
-    ['raw EVALSHA, fixed-window script (ioredis)', (k) => client.evalsha(rawSha, 1, `raw:${k}`, '60000')],
+    [RAW, (k) => client.evalsha(rawSha, 1, `raw:${k}`, '60000')],
+    ['raw EVALSHA, INCR + PEXPIRE only', (k) => client.evalsha(incrSha, 1, `incr:${k}`, '60000')],
     ['floodgate fixedWindow, per call', (k) => fgPerCall.tryAcquire(k)],
     ['floodgate fixedWindow, coalesced', (k) => fgCoalesced.tryAcquire(k)],
     ['floodgate chain of 2, per call', (k) => chainPerCall.tryAcquire(k)],
@@ -121,37 +154,64 @@ try {
     ['rate-limit-redis', (k) => rlr.increment(k)],
   ];
   console.log(
-    `floodgate/redis benchmark: Node ${process.version}, redis-server on port ${server.port}, ${DURATION} ms per run`,
+    `floodgate/redis benchmark: Node ${process.version}, redis-server on port ${server.port}, ${DURATION} ms per measurement, ${ROUNDS} rounds; load average ${load()}`,
   );
   for (const inflight of [1, 64]) {
-    console.log(`\n${inflight} in flight`);
-    let raw: Row | undefined;
-    for (const [name, decide] of contenders) {
-      const row = await measure(name, inflight, decide);
-      raw ??= row;
-      print(row, raw);
+    const samples = new Map<string, Sample[]>(contenders.map(([name]) => [name, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [name, decide] of contenders) samples.get(name)!.push(await measure(inflight, decide));
+    }
+    console.log(
+      `\n${inflight} in flight (median of ${ROUNDS} rounds; "of raw": the ratio to the raw script within each round)`,
+    );
+    const raw = samples.get(RAW)!;
+    for (const [name] of contenders) {
+      const s = samples.get(name)!;
+      const ratio = median(s.map((x, i) => x.perSecond / raw[i].perSecond));
+      const pick = (f: (x: Sample) => number) => median(s.map(f));
+      console.log(
+        `  ${name.padEnd(46)} ${Math.round(pick((x) => x.perSecond))
+          .toLocaleString('en')
+          .padStart(
+            8,
+          )} /s ${`${(100 * ratio).toFixed(0)} %`.padStart(6)} of raw   p50 ${pick((x) => x.p50).toFixed(3)} ms   p99 ${pick((x) => x.p99).toFixed(3)} ms   CPU/decision: Redis ${pick((x) => x.serverUs).toFixed(1)} µs, Node ${pick((x) => x.nodeUs).toFixed(1)} µs`,
+      );
     }
   }
 
-  // The server's own limit: redis-benchmark running the same scripts, 64 connections.
-  const args: string[] = [];
+  // The server's own limit: redis-benchmark running the same code, 64 connections, 1000 keys.
   const spec = specText(fixedWindow({ permitLimit: limit, window: 60_000 }).algorithm, false, 1000, 30_000);
-  encodeRequest(args, 't', 1, '', [
-    { key: 'fg:{__rand_int__}', spec, origin: '', blocked: false, lease: '' },
-  ]);
-  const scripts: [string, string[]][] = [
-    ['raw fixed-window script', ['EVALSHA', rawSha, '1', 'rb:__rand_int__', '60000']],
+  const request = (key: string) => {
+    const args: string[] = [];
+    encodeRequest(args, 't', 1, '', [{ key, spec, origin: '', blocked: false, lease: '' }]);
+    return args;
+  };
+  const batch = (size: number) => {
+    const keys: string[] = [];
+    const args: string[] = [];
+    for (let i = 0; i < size; i++) {
+      keys.push(`fg:{__rand_int__}`);
+      args.push(...request(''));
+    }
+    return ['FCALL', DECIDE_SCRIPT.fn, String(size), ...keys, String(size), ...args];
+  };
+  const commands: [string, string[], number][] = [
+    ['raw fixed-window script', ['EVALSHA', rawSha, '1', 'rb:__rand_int__', '60000'], 1],
+    ['raw INCR + PEXPIRE script', ['EVALSHA', incrSha, '1', 'ri:__rand_int__', '60000'], 1],
     [
-      'floodgate decide script, 1 decision',
-      ['EVALSHA', DECIDE_SCRIPT.sha, '1', 'fg:{__rand_int__}', '1', ...args],
+      'floodgate script (Redis 6), 1 decision',
+      ['EVALSHA', DECIDE_SCRIPT.sha, '1', 'fg:{__rand_int__}', '1', ...request('')],
+      1,
     ],
     [
-      'floodgate decide function, 1 decision',
-      ['FCALL', DECIDE_SCRIPT.fn, '1', 'fg:{__rand_int__}', '1', ...args],
+      'floodgate function, 1 decision',
+      ['FCALL', DECIDE_SCRIPT.fn, '1', 'fg:{__rand_int__}', '1', ...request('')],
+      1,
     ],
+    ['floodgate function, batch of 64', batch(64), 64],
   ];
-  console.log('\nredis-benchmark, 64 connections, 1000 keys');
-  for (const [name, command] of scripts) {
+  console.log(`\nredis-benchmark, 64 connections, 1000 keys (decisions/s); load average ${load()}`);
+  for (const [name, command, per] of commands) {
     for (const pipeline of [1, 16]) {
       const { stdout } = await run('redis-benchmark', [
         '-p',
@@ -159,7 +219,7 @@ try {
         '-c',
         '64',
         '-n',
-        '200000',
+        String(Math.ceil(100_000 / per)),
         '-r',
         '1000',
         '-P',
@@ -167,13 +227,14 @@ try {
         '-q',
         ...command,
       ]);
-      const perSecond = /([\d.]+) requests per second/.exec(stdout)?.[1];
+      const perSecond = Number(/([\d.]+) requests per second/.exec(stdout)?.[1]) * per;
       const p50 = /p50=([\d.]+)/.exec(stdout)?.[1];
       console.log(
-        `  ${name.padEnd(46)} pipeline ${String(pipeline).padStart(2)} ${Math.round(Number(perSecond)).toLocaleString('en').padStart(9)} /s   p50 ${p50} ms`,
+        `  ${name.padEnd(46)} pipeline ${String(pipeline).padStart(2)} ${Math.round(perSecond).toLocaleString('en').padStart(9)} /s   p50 ${p50} ms per call`,
       );
     }
   }
+  console.log(`\nload average ${load()}`);
 } finally {
   client.disconnect();
   await server.stop();

@@ -32,6 +32,8 @@ interface Call {
 
 // A bigger batch holds Redis longer; past this the gain per request is small.
 const MAX_BATCH = 128;
+// Below this a batch is not split early: a call's own cost would outweigh the overlap.
+const MIN_SPLIT = 16;
 
 /**
  * Sends decisions to Redis with a deadline of its own per call (independent of the client's timeouts or its
@@ -47,6 +49,8 @@ export class Dispatcher {
   /** Calls in flight, oldest (first deadline) first. */
   private readonly inFlight = new Set<Call>();
   private timer: ReturnType<typeof setTimeout> | undefined;
+  /** Requests sent and not answered yet. */
+  private outstanding = 0;
 
   constructor(
     private readonly runner: ScriptRunner,
@@ -67,7 +71,11 @@ export class Dispatcher {
       this.groups.set(slot, group);
     }
     group.push(request);
-    if (group.length >= MAX_BATCH) {
+    // A group as large as what Redis is deciding now goes at once rather than at the end of the tick: Redis
+    // decides it while this process answers the rest and gathers the next batch. One batch for everything in
+    // flight leaves one side idle while the other works (this process was idle 44 % of the time at 64 in
+    // flight).
+    if (group.length >= MAX_BATCH || (group.length >= MIN_SPLIT && group.length >= this.outstanding)) {
       this.groups.delete(slot);
       this.call(group);
     } else if (!this.scheduled) {
@@ -97,6 +105,7 @@ export class Dispatcher {
     for (const r of requests) for (const a of r.args) argv.push(a);
     const call: Call = { requests, deadline: performance.now() + this.timeoutMs, settled: false };
     this.inFlight.add(call);
+    this.outstanding += requests.length;
     this.timer ??= setTimeout(this.sweep, this.timeoutMs);
     let running: Promise<unknown>;
     try {
@@ -125,16 +134,20 @@ export class Dispatcher {
       );
       return;
     }
-    call.settled = true;
-    this.inFlight.delete(call);
+    this.settle(call);
     for (let i = 0; i < requests.length; i++) requests[i].answer(answers[i]);
   }
 
   private failed(call: Call, error: StoreUnavailableError): void {
     if (call.settled) return;
+    this.settle(call);
+    for (const r of call.requests) r.fail(error);
+  }
+
+  private settle(call: Call): void {
     call.settled = true;
     this.inFlight.delete(call);
-    for (const r of call.requests) r.fail(error);
+    this.outstanding -= call.requests.length;
   }
 
   /** Fails the calls past their deadline, then waits for the next one's. */

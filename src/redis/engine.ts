@@ -6,7 +6,7 @@ import { telemetry } from '../telemetry.ts';
 import type { ScriptRunner } from './client.ts';
 import { Dispatcher, type Request, type StoreUnavailableError } from './dispatcher.ts';
 import type { ResolvedOptions } from './options.ts';
-import { decodeNumber, encodeRequest, type MemberCall, type Op, specText } from './protocol.ts';
+import { decodeNumber, encodeLone, encodeRequest, type MemberCall, type Op, specText } from './protocol.ts';
 import { keySlot } from './slot.ts';
 
 /** Whoever a member's counts and lease `source` belong to (a Redis limiter). */
@@ -55,6 +55,8 @@ export class Engine {
   private readonly leasePrefix = randomBytes(6).toString('base64url');
   private leaseCounter = 0;
   private readonly specTexts = new WeakMap<LimiterSpec, string>();
+  private lastSpec: LimiterSpec | undefined;
+  private lastText = '';
 
   constructor(
     readonly runner: ScriptRunner,
@@ -203,6 +205,17 @@ export class Engine {
     blockedFirst: boolean,
   ): void {
     const members = binding.members;
+    if (members.length === 1 && !blockedFirst && leaseId === '' && members[0].origin === '') {
+      // The common request (a lone member, nothing but its settings): no MemberCall to build.
+      const m = members[0];
+      keys.push(m.key);
+      if (!encodeLone(args, op, permits, this.now(), this.specOf(m.spec))) {
+        encodeRequest(args, op, permits, this.now(), [
+          { key: m.key, spec: this.specOf(m.spec), origin: '', blocked: false, lease: '' },
+        ]);
+      }
+      return;
+    }
     const calls: MemberCall[] = new Array(members.length);
     for (let i = 0; i < members.length; i++) {
       const m = members[i];
@@ -219,13 +232,17 @@ export class Engine {
   }
 
   /** The settings string of a limiter spec, built once. */
-  private specOf(spec: LimiterSpec): string {
+  specOf(spec: LimiterSpec): string {
+    if (spec === this.lastSpec) return this.lastText;
     let text = this.specTexts.get(spec);
     if (text === undefined) {
       const o = this.options;
       text = specText(spec.algorithm, spec.options.countRejected, o.ttlPadMs, o.leaseTtlMs);
       this.specTexts.set(spec, text);
     }
+    // Most decisions in a row are for the same limiter: spared a WeakMap lookup.
+    this.lastSpec = spec;
+    this.lastText = text;
     return text;
   }
 

@@ -181,10 +181,15 @@ export class RedisPartitionedLimiter<R> implements Owner {
   /** @internal The member bound to `resource`'s partition, and the partition key. */
   bind(resource: R): { member: BoundMember; partKey: string } {
     const partKey = this.keyOf(resource);
+    return { member: this.member(partKey), partKey };
+  }
+
+  private member(partKey: string): BoundMember {
     if (typeof partKey !== 'string') {
       throw new TypeError(`store.partitioned: key() must return a string; got ${describe(partKey)}`);
     }
-    let spec = this.specs.get(partKey);
+    // One spec for every key: no per-key lookup.
+    let spec = this.spec ?? this.specs.get(partKey);
     if (spec === undefined) {
       spec = this.specOf(partKey);
       checkSpec(`store.partitioned: limiter(${JSON.stringify(partKey)})`, spec);
@@ -196,12 +201,12 @@ export class RedisPartitionedLimiter<R> implements Owner {
     const key = this.tagOf
       ? `${prefix}{${tag}}${this.name}:${partKey}`
       : `${prefix}{${partKey}}:${this.name}`;
-    return { member: { key, spec, origin: '', owner: this }, partKey };
+    return { key, spec, origin: '', owner: this };
   }
 
   private binding(resource: R): Binding {
-    const { member, partKey } = this.bind(resource);
-    return { members: [member], partKey, chain: false };
+    const partKey = this.keyOf(resource);
+    return { members: [this.member(partKey)], partKey, chain: false };
   }
 }
 

@@ -71,12 +71,8 @@ export function encodeRequest(
   members: readonly MemberCall[],
 ): void {
   if ((op === 't' || op === 'w') && members.every((m) => m.origin === '' && !m.blocked && m.lease === '')) {
+    if (members.length === 1 && encodeLone(out, op, permits, now, members[0].spec)) return;
     const one = op === 't' && permits === 1 && now === '';
-    if (members.length === 1) {
-      if (one) out.push('A', members[0].spec);
-      else out.push(op === 't' ? 'T' : 'W', String(permits), now, members[0].spec);
-      return;
-    }
     // A chain of such members: `C|D, permits, now, members` (or `B, members`) then one spec per member.
     if (one) out.push('B', String(members.length));
     else out.push(op === 't' ? 'C' : 'D', String(permits), now, String(members.length));
@@ -85,6 +81,17 @@ export function encodeRequest(
   }
   out.push(op, String(permits), String(members.length), now);
   for (const m of members) out.push(m.spec, m.origin, m.blocked ? '1' : '0', m.lease);
+}
+
+/**
+ * The short form of a lone member with no origin, not blocked and holding no lease (see {@link encodeRequest});
+ * false, with nothing appended, for an op that has none.
+ */
+export function encodeLone(out: string[], op: Op, permits: number, now: string, spec: string): boolean {
+  if (op === 't' && permits === 1 && now === '') out.push('A', spec);
+  else if (op === 't' || op === 'w') out.push(op === 't' ? 'T' : 'W', String(permits), now, spec);
+  else return false;
+  return true;
 }
 
 /** A number from the script ('' is none). */

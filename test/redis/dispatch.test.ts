@@ -47,6 +47,32 @@ test('decisions issued in one tick go in one call, in order, and each gets its o
   assert.deepEqual(await Promise.all(replies), ['r0', 'r1,x', 'r2']);
 });
 
+test('a tick with many decisions is split so Redis decides one part while the next is gathered', async () => {
+  const runner = fakeRunner(false);
+  const dispatcher = new Dispatcher(runner, 1000, true);
+  const replies = Array.from({ length: 40 }, (_, i) => dispatcher.request([`k${i}`], ['A', 's']));
+  // A part goes as soon as it is as large as what Redis is deciding (and at least 16); the rest at the tick's end.
+  assert.deepEqual(
+    runner.calls.map((c) => c.keys.length),
+    [16, 16],
+  );
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(
+    runner.calls.map((c) => c.keys.length),
+    [16, 16, 8],
+  );
+  assert.deepEqual(
+    runner.calls.flatMap((c) => c.keys),
+    Array.from({ length: 40 }, (_, i) => `k${i}`),
+    'in the order they were asked',
+  );
+  for (const c of runner.calls) c.answer(c.keys.map((k) => `r${k}`).join(';'));
+  assert.deepEqual(
+    await Promise.all(replies),
+    Array.from({ length: 40 }, (_, i) => `rk${i}`),
+  );
+});
+
 test('in Cluster mode a tick is split per slot; without coalescing every decision is its own call', async () => {
   const runner = fakeRunner(true);
   const dispatcher = new Dispatcher(runner, 1000, true);
