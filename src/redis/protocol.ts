@@ -61,7 +61,7 @@ export function specText(
  * the common request (a try or queued attempt whose members have no origin, are not blocked and hold no lease),
  * a short form: `T|W, permits, now, spec` for one member, `C|D, permits, now, members, spec…` for a chain —
  * half the arguments or fewer, which both ioredis and Redis pay for one by one; shortest, for a try of one
- * permit on Redis's clock, `A, spec` and `B, members, spec…`.
+ * permit on Redis's clock, the spec alone (every op is one letter, a spec is longer) and `B, members, spec…`.
  */
 export function encodeRequest(
   out: string[],
@@ -88,7 +88,7 @@ export function encodeRequest(
  * false, with nothing appended, for an op that has none.
  */
 export function encodeLone(out: string[], op: Op, permits: number, now: string, spec: string): boolean {
-  if (op === 't' && permits === 1 && now === '') out.push('A', spec);
+  if (op === 't' && permits === 1 && now === '') out.push(spec);
   else if (op === 't' || op === 'w') out.push(op === 't' ? 'T' : 'W', String(permits), now, spec);
   else return false;
   return true;

@@ -9,7 +9,8 @@
  *   one key per member, in the same order.
  * - the common request in short, members with origin '', not blocked, no lease (arguments cost time at both
  *   ends): one member `T|W, permits, now, spec` (`t`/`w`); a chain `C|D, permits, now, members, spec…`; and
- *   shortest, a try of one permit on Redis's clock: `A, spec` for one member, `B, members, spec…` for a chain.
+ *   shortest, a try of one permit on Redis's clock: `spec` alone for one member (every op is one letter),
+ *   `B, members, spec…` for a chain.
  * - ops: `t` try (a rejection is charged when `countRejected`), `w` a queued attempt (never charged), `p` peek
  *   (available permits, read-only), `x` release a concurrency lease, `n` renew one.
  * - reply: one string, requests separated by ';', a request's fields by ',' — granted `1,remaining₁,reset₁,…`;
@@ -83,7 +84,9 @@ local function fixedWindowTry(c, key, origin, blocked, op, permits, now)
       dirty = true
       local reset = 0
       if count ~= 0 then reset = start + w - now end
-      res = '1,' .. num(max(0, limit - count)) .. ',' .. num(reset)
+      local left = limit - count
+      if left < 0 then left = 0 end
+      res = '1,' .. num(left) .. ',' .. num(reset)
     else
       res = '1,' .. num(limit - count) .. ','
     end
@@ -100,12 +103,12 @@ local function fixedWindowTry(c, key, origin, blocked, op, permits, now)
     res = '0,1,' .. retry .. ',' .. retry .. ',' .. num(max(0, limit - count)) .. ',' .. num(reset)
   end
   if dirty then
-    local ttl = 0
-    if count ~= 0 then ttl = ceil(start + w - now) end
-    if ttl ~= ttl or ttl < 1 then ttl = 1 end
     if keepTtl then
       call('SET', key, mpack(start, count), 'KEEPTTL')
     else
+      local ttl = 0
+      if count ~= 0 then ttl = ceil(start + w - now) end
+      if ttl ~= ttl or ttl < 1 then ttl = 1 end
       call('SET', key, mpack(start, count), 'PX', ttl + c.pad)
     end
   end
@@ -325,9 +328,9 @@ local function decideBatch(KEYS, ARGV)
   for r = 1, requests do
     local op = ARGV[argi]
     local permits, at, short, chain, count
-    if op == 'A' then
+    if #op > 1 then
+      -- The spec alone: a lone try of one permit on Redis's clock.
       op, permits, at, short = 't', 1, '', true
-      argi = argi + 1
     elseif op == 'B' then
       op, permits, at, chain = 't', 1, '', true
       count = int(ARGV[argi + 1])

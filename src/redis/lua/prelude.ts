@@ -20,7 +20,7 @@ end
 local function num(x)
   if x ~= x then return '' end
   -- A whole number as an integer: exact, and printing an integer costs a fraction of printing a double.
-  if x == floor(x) and x > -1e15 and x < 1e15 then return format('%d', x) end
+  if x % 1 == 0 and x > -1e15 and x < 1e15 then return format('%d', x) end
   return format('%.17g', x)
 end
 -- Small counts are read from a table (filled by \`bind\`): tonumber parses with strtod, costlier than a lookup.
