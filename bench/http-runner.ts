@@ -11,6 +11,11 @@
  * `INSTRUCTIONS=1` measures instead what no other load on the machine can move: each server runs under
  * `valgrind --tool=callgrind`, takes `WARMUP` requests (default 5000) to reach its optimised code, then
  * `REQUESTS` more (default 3000) whose user-space instructions are counted and divided per request.
+ *
+ * `INPROC=1` measures CPU per request without sockets or a load generator: each server's request listener is
+ * called in this process with a real `IncomingMessage` and `ServerResponse` on a socket that discards what is
+ * written, contenders alternating in batches. What remains is the framework, the limiter and Node's own header
+ * and stream work, without the kernel's loopback (which costs more than all of them on this VM).
  */
 import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -19,6 +24,7 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Duplex } from 'node:stream';
 
 /** One server to measure: `name` is `'bare'` for the framework alone. */
 export interface Variant {
@@ -45,6 +51,7 @@ export function listen(server: http.Server): Promise<http.Server> {
 export async function runHttpBench(options: RunOptions): Promise<void> {
   if (process.argv[2] === '--serve') await serve(options);
   else if (process.env.INSTRUCTIONS === '1') await countInstructions(options);
+  else if (process.env.INPROC === '1') await inProcess(options);
   else await compareThroughput(options);
 }
 
@@ -364,4 +371,100 @@ async function requestMany(port: number, count: number): Promise<void> {
     for (let i = 0; i < 10; i++) one();
   });
   agent.destroy();
+}
+
+// ---- INPROC=1: CPU per request, in this process, without sockets ----
+
+/** A socket that takes whatever is written and never reads. */
+class Sink extends Duplex {
+  readonly remoteAddress = '127.0.0.1';
+  readonly remotePort = 50_000;
+  readonly encrypted = false;
+  override _read(): void {}
+  override _write(_chunk: unknown, _encoding: string, callback: () => void): void {
+    callback();
+  }
+  override _writev(_chunks: unknown, callback: () => void): void {
+    callback();
+  }
+  setTimeout(): this {
+    return this;
+  }
+  setNoDelay(): this {
+    return this;
+  }
+}
+
+type Listener = (req: http.IncomingMessage, res: http.ServerResponse) => void;
+
+async function inProcess(options: RunOptions): Promise<void> {
+  const frameworks = (process.env.FRAMEWORKS ?? 'node,express,fastify,hono').split(',');
+  const rounds = Number(process.env.ROUNDS ?? 9);
+  const perRound = Number(process.env.REQUESTS ?? 20_000);
+  const chosen = (await options.variants()).filter((v) => frameworks.includes(v.framework));
+  const listeners = new Map<Variant, { server: http.Server; listener: Listener }>();
+  for (const v of chosen) {
+    const server = await v.start();
+    listeners.set(v, { server, listener: server.listeners('request')[0] as Listener });
+  }
+  const statuses = new Map<Variant, Map<number, number>>(chosen.map((v) => [v, new Map()]));
+  const batch = async (v: Variant, count: number): Promise<void> => {
+    const { listener } = listeners.get(v)!;
+    const seen = statuses.get(v)!;
+    // Yield every 100 requests: responses finish on later ticks, and their nextTick work must not pile up.
+    for (let i = 0; i < count; i += 100) {
+      for (let j = 0; j < 100; j++) {
+        const socket = new Sink({ decodeStrings: false });
+        const req = new http.IncomingMessage(socket as never);
+        req.method = 'GET';
+        req.url = '/';
+        req.headers = { host: '127.0.0.1', accept: '*/*' };
+        req.rawHeaders = ['Host', '127.0.0.1', 'Accept', '*/*'];
+        req.httpVersion = '1.1';
+        req.httpVersionMajor = 1;
+        req.httpVersionMinor = 1;
+        req.complete = true;
+        req.push(null);
+        const res = new http.ServerResponse(req);
+        res.assignSocket(socket as never);
+        res.once('finish', () => {
+          seen.set(res.statusCode, (seen.get(res.statusCode) ?? 0) + 1);
+          res.detachSocket(socket as never);
+        });
+        listener(req, res);
+      }
+      await new Promise(setImmediate);
+    }
+  };
+  const samples = new Map<Variant, number[]>(chosen.map((v) => [v, []]));
+  for (const v of chosen) await batch(v, perRound); // warm-up (and, for a hot key, spend the limit)
+  for (let round = 0; round < rounds; round++) {
+    for (const framework of frameworks) {
+      const group = chosen.filter((v) => v.framework === framework);
+      for (let i = 0; i < group.length; i++) {
+        const v = group[(i + round) % group.length];
+        const start = process.cpuUsage();
+        await batch(v, perRound);
+        const used = process.cpuUsage(start);
+        samples.get(v)!.push((used.user + used.system) / perRound);
+      }
+    }
+  }
+  for (const { server } of listeners.values()) server.close();
+  console.log(
+    `\n${options.title}: CPU µs per request in process (no sockets), median of ${rounds} alternating rounds of ` +
+      `${perRound}, Node ${process.version}`,
+  );
+  console.log('framework contender                  µs/request   added   statuses');
+  for (const framework of frameworks) {
+    const group = chosen.filter((v) => v.framework === framework);
+    const bare = median(samples.get(group.find((v) => v.name === 'bare')!)!);
+    for (const v of group) {
+      const m = median(samples.get(v)!);
+      const seen = [...statuses.get(v)!].map(([status, n]) => `${status}×${n}`).join(' ');
+      console.log(
+        `${framework.padEnd(9)} ${v.name.padEnd(23)} ${m.toFixed(2).padStart(10)} ${(m - bare).toFixed(2).padStart(7)}   ${seen}`,
+      );
+    }
+  }
 }
