@@ -5,10 +5,18 @@ import type { Script } from './script.ts';
  * What the store needs from a Redis client: run the decision code over keys in one round trip, and whether the
  * client talks to a Cluster (then every call's keys must share a slot, and batches are split per slot).
  * `keysAndArgs` is the `numKeys` keys then the arguments, in one array (a batch has hundreds: built once).
+ * The reply goes to `onReply`, a failure to `onError`, one of them once: callbacks rather than a promise, so
+ * the common call is the client's promise and one reaction, not a chain of them.
  */
 export interface ScriptRunner {
   readonly cluster: boolean;
-  run(script: Script, numKeys: number, keysAndArgs: readonly string[]): Promise<unknown>;
+  run(
+    script: Script,
+    numKeys: number,
+    keysAndArgs: readonly string[],
+    onReply: (reply: unknown) => void,
+    onError: (error: unknown) => void,
+  ): void;
 }
 
 /** The methods of ioredis (`Redis` and `Cluster`, v5 and v6) the adapter uses. */
@@ -108,11 +116,13 @@ function runner(calls: Calls): ScriptRunner {
   };
   return {
     cluster: calls.cluster,
-    run(script, numKeys, keysAndArgs) {
-      if (!functions) return viaScript(script, numKeys, keysAndArgs);
-      // The common case adds no promise of its own: the client's, with a handler only for its failure.
-      return calls.fcall!(script.fn, numKeys, keysAndArgs).catch((error: unknown) =>
-        recover(error, script, numKeys, keysAndArgs),
+    run(script, numKeys, keysAndArgs, onReply, onError) {
+      if (!functions) {
+        viaScript(script, numKeys, keysAndArgs).then(onReply, onError);
+        return;
+      }
+      calls.fcall!(script.fn, numKeys, keysAndArgs).then(onReply, (error: unknown) =>
+        recover(error, script, numKeys, keysAndArgs).then(onReply, onError),
       );
     },
   };

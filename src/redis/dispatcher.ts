@@ -107,19 +107,24 @@ export class Dispatcher {
     this.inFlight.add(call);
     this.outstanding += requests.length;
     this.timer ??= setTimeout(this.sweep, this.timeoutMs);
-    let running: Promise<unknown>;
+    // Callbacks written inline: a named one would be renamed on every call where esbuild keeps names (tsx).
     try {
-      running = this.runner.run(DECIDE_SCRIPT, numKeys, argv);
-    } catch (error) {
-      running = Promise.reject(error);
+      this.runner.run(
+        DECIDE_SCRIPT,
+        numKeys,
+        argv,
+        (reply) => this.answered(call, reply),
+        (cause) => this.broke(call, cause),
+      );
+    } catch (cause) {
+      this.broke(call, cause);
     }
-    running.then(
-      (reply) => this.answered(call, reply),
-      (cause) =>
-        this.failed(
-          call,
-          new StoreUnavailableError(`Redis failed: ${(cause as Error)?.message ?? cause}`, { cause }),
-        ),
+  }
+
+  private broke(call: Call, cause: unknown): void {
+    this.failed(
+      call,
+      new StoreUnavailableError(`Redis failed: ${(cause as Error)?.message ?? cause}`, { cause }),
     );
   }
 

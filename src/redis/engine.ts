@@ -179,6 +179,7 @@ export class Engine {
   /** @internal Redis answered `decision`: its lease, and the blocked cache. */
   answered(d: Decision, reply: string): Decided {
     const decided = this.toLease(d.binding, reply.split(','), d.op, d.permits, d.reason, d.leaseId);
+    if (d.cacheKey === '') return decided;
     if (d.cacheKey !== '' && !decided.lease.granted && decided.lease.retryAfterMs! > 0 && d.permits > 0) {
       this.blockedUntil.set(d.cacheKey, {
         until: performance.now() + decided.lease.retryAfterMs!,
@@ -293,6 +294,21 @@ export class Engine {
     leaseId: string,
   ): Decided {
     const members = binding.members;
+    if (reply[0] === '1' && !binding.chain && members[0].spec.algorithm.timeBased) {
+      // A lone time-based member granted: the commonest answer, without the chain's bookkeeping.
+      const m = members[0];
+      if (permits > 0) m.owner.granted++;
+      const lease = new Lease(
+        true,
+        undefined,
+        undefined,
+        m.spec.algorithm.limit,
+        Number(reply[1]),
+        decodeNumber(reply[2]),
+        m.owner,
+      );
+      return { lease, blocked: -1, local: false };
+    }
     if (reply[0] === '1') {
       const leases: Lease[] = new Array(members.length);
       let decisive = 0;

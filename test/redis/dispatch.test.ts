@@ -22,15 +22,13 @@ function fakeRunner(cluster: boolean): ScriptRunner & { calls: Call[] } {
   return {
     cluster,
     calls,
-    run(_script, numKeys, keysAndArgs) {
-      return new Promise((resolve, reject) =>
-        calls.push({
-          keys: keysAndArgs.slice(0, numKeys),
-          args: keysAndArgs.slice(numKeys),
-          answer: resolve,
-          fail: reject,
-        }),
-      );
+    run(_script, numKeys, keysAndArgs, onReply, onError) {
+      calls.push({
+        keys: keysAndArgs.slice(0, numKeys),
+        args: keysAndArgs.slice(numKeys),
+        answer: onReply,
+        fail: onError,
+      });
     },
   };
 }
