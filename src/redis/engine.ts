@@ -149,31 +149,38 @@ export class Engine {
         permits,
         reason,
         leaseId,
+        blockedFirst,
+        this.now(),
         cacheKey,
         asLease,
         resolve,
         reject,
       );
-      this.encodeInto(decision.keys, decision.args, binding, op, permits, leaseId, blockedFirst);
       this.dispatcher.send(decision);
     });
   }
 
   /** Permits available now in each member (read-only). */
   async peek(binding: Binding): Promise<number[]> {
-    const keys: string[] = [];
     const args: string[] = [];
-    this.encodeInto(keys, args, binding, 'p', 1, '', false);
-    const reply = await this.dispatcher.request(keys, args);
+    this.encodeArgs(args, binding, 'p', 1, '', false, this.now());
+    const reply = await this.dispatcher.request(
+      binding.members.map((m) => m.key),
+      args,
+    );
     return reply.split(',').map((v) => decodeNumber(v) ?? 0);
   }
 
   /** Returns a concurrency lease's permits, or renews it; a failure is left to the lease TTL. */
   leaseOp(binding: Binding, op: 'x' | 'n', leaseId: string): void {
-    const keys: string[] = [];
     const args: string[] = [];
-    this.encodeInto(keys, args, binding, op, 0, leaseId, false);
-    this.dispatcher.request(keys, args).catch(() => {});
+    this.encodeArgs(args, binding, op, 0, leaseId, false, this.now());
+    this.dispatcher
+      .request(
+        binding.members.map((m) => m.key),
+        args,
+      )
+      .catch(() => {});
   }
 
   /** @internal Redis answered `decision`: its lease, and the blocked cache. */
@@ -196,22 +203,22 @@ export class Engine {
     return { lease: this.fallback(d.binding, d.permits), blocked: -1, local: true };
   }
 
-  private encodeInto(
-    keys: string[],
+  /** @internal Appends a request's arguments (its keys are its members' keys, in order). */
+  encodeArgs(
     args: string[],
     binding: Binding,
     op: Op,
     permits: number,
     leaseId: string,
     blockedFirst: boolean,
+    now: string,
   ): void {
     const members = binding.members;
     if (members.length === 1 && !blockedFirst && leaseId === '' && members[0].origin === '') {
       // The common request (a lone member, nothing but its settings): no MemberCall to build.
       const m = members[0];
-      keys.push(m.key);
-      if (!encodeLone(args, op, permits, this.now(), this.specOf(m.spec))) {
-        encodeRequest(args, op, permits, this.now(), [
+      if (!encodeLone(args, op, permits, now, this.specOf(m.spec))) {
+        encodeRequest(args, op, permits, now, [
           { key: m.key, spec: this.specOf(m.spec), origin: '', blocked: false, lease: '' },
         ]);
       }
@@ -220,7 +227,6 @@ export class Engine {
     const calls: MemberCall[] = new Array(members.length);
     for (let i = 0; i < members.length; i++) {
       const m = members[i];
-      keys.push(m.key);
       calls[i] = {
         key: m.key,
         spec: this.specOf(m.spec),
@@ -229,7 +235,7 @@ export class Engine {
         lease: leaseId,
       };
     }
-    encodeRequest(args, op, permits, this.now(), calls);
+    encodeRequest(args, op, permits, now, calls);
   }
 
   /** The settings string of a limiter spec, built once. */
@@ -373,9 +379,6 @@ export class Engine {
 
 /** One decision in flight: its request for the dispatcher, and its promise's settlement. */
 class Decision implements Request {
-  readonly keys: string[] = [];
-  readonly args: string[] = [];
-
   constructor(
     private readonly engine: Engine,
     readonly binding: Binding,
@@ -383,11 +386,34 @@ class Decision implements Request {
     readonly permits: number,
     readonly reason: string,
     readonly leaseId: string,
+    private readonly blockedFirst: boolean,
+    /** The clock as the script should read it, taken when the decision was asked. */
+    private readonly now: string,
     readonly cacheKey: string,
     private readonly asLease: boolean,
     private readonly resolve: (value: Decided | Lease) => void,
     private readonly reject: (error: unknown) => void,
   ) {}
+
+  get key(): string {
+    return this.binding.members[0].key;
+  }
+
+  keysTo(out: string[]): void {
+    for (const m of this.binding.members) out.push(m.key);
+  }
+
+  argsTo(out: string[]): void {
+    this.engine.encodeArgs(
+      out,
+      this.binding,
+      this.op,
+      this.permits,
+      this.leaseId,
+      this.blockedFirst,
+      this.now,
+    );
+  }
 
   answer(reply: string): void {
     try {
