@@ -7,7 +7,8 @@
  *
  *   INSTRUCTIONS=1 npm run bench:http           # instructions per request under callgrind (noise-free)
  *
- * Every limiter keys by client address with a fixed window of one minute; the limit is 10^9 (nothing is
+ * The no-op contenders show what any middleware (Express, Hono) or `onRequest` hook (Fastify) costs in that
+ * framework before it does anything. Every limiter keys by client address with a fixed window of one minute; the limit is 10^9 (nothing is
  * rejected) or, with HOT=1, 100 (all load comes from 127.0.0.1, so after the first 100 every answer is a 429).
  * How servers are started, loaded (wrk, else autocannon) and compared: bench/http-runner.ts.
  */
@@ -55,8 +56,9 @@ async function variants(): Promise<Variant[]> {
     app.get('/', (c) => c.text('ok'));
     return createAdaptorServer({ fetch: app.fetch }) as http.Server;
   };
-  const fastifyApp = async (extra: 'none' | 'floodgate' | 'usual') => {
+  const fastifyApp = async (extra: 'none' | 'floodgate' | 'usual' | 'no-op hook') => {
     const app = Fastify();
+    if (extra === 'no-op hook') app.addHook('onRequest', (_request, _reply, done) => done());
     if (extra === 'floodgate') await app.register(floodgateFastify.rateLimiting, { global: global() });
     if (extra === 'usual') await app.register(fastifyRateLimit, { max: LIMIT, timeWindow: 60_000 });
     app.get('/', async () => 'ok');
@@ -96,6 +98,11 @@ async function variants(): Promise<Variant[]> {
     { framework: 'express', name: 'bare', start: () => listen(expressApp()) },
     {
       framework: 'express',
+      name: 'no-op middleware',
+      start: () => listen(expressApp((_req: unknown, _res: unknown, next: () => void) => next())),
+    },
+    {
+      framework: 'express',
       name: 'floodgate',
       start: () => listen(expressApp(floodgateExpress.rateLimiting({ global: global() }))),
     },
@@ -115,9 +122,11 @@ async function variants(): Promise<Variant[]> {
         ),
     },
     { framework: 'fastify', name: 'bare', start: () => fastifyApp('none') },
+    { framework: 'fastify', name: 'no-op hook', start: () => fastifyApp('no-op hook') },
     { framework: 'fastify', name: 'floodgate', start: () => fastifyApp('floodgate') },
     { framework: 'fastify', name: '@fastify/rate-limit', start: () => fastifyApp('usual') },
     { framework: 'hono', name: 'bare', start: () => listen(honoApp()) },
+    { framework: 'hono', name: 'no-op middleware', start: () => listen(honoApp((_c, next) => next())) },
     {
       framework: 'hono',
       name: 'floodgate',

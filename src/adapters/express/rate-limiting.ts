@@ -29,7 +29,8 @@ export interface ExpressRateLimiting extends ExpressMiddleware {
 }
 
 const kDecided = Symbol.for('floodgate.rateLimited');
-type DecidedRequest = IncomingMessage & { [kDecided]?: { engine: RateLimiting; route: RouteLimits } };
+// A decided request carries its route; the route's owner tells this engine's marks from another's.
+type DecidedRequest = IncomingMessage & { [kDecided]?: RouteLimits };
 
 /**
  * Rate limiting for Express 4 and 5. `app.use(limiter)` applies the global limiter to every request that
@@ -64,7 +65,7 @@ export function rateLimiting(
     res: ServerResponse,
     next: (e?: unknown) => void,
   ) => {
-    (req as DecidedRequest)[kDecided] = { engine, route };
+    (req as DecidedRequest)[kDecided] = route;
     if (route.unlimited) {
       next();
       return;
@@ -74,7 +75,7 @@ export function rateLimiting(
 
   const middleware: ExpressMiddleware = (req, res, next) => {
     const prior = (req as DecidedRequest)[kDecided];
-    if (prior !== undefined && prior.engine === engine) {
+    if (prior !== undefined && prior.owner === engine) {
       next();
       return;
     }
@@ -90,11 +91,11 @@ export function rateLimiting(
     markers++;
     const handle: ExpressMiddleware = (req, res, next) => {
       const prior = (req as DecidedRequest)[kDecided];
-      if (prior === undefined || prior.engine !== engine) {
+      if (prior === undefined || prior.owner !== engine) {
         decide(route, req, res, next);
         return;
       }
-      if (prior.route === route) {
+      if (prior === route) {
         next();
         return;
       }

@@ -110,7 +110,11 @@ export function rateLimiting(
     // A key function that throws fails this request, never the server.
     let decision: Decision | Promise<Decision>;
     try {
-      decision = engine.decide(view, limits, () => waitSignal(request.raw, reply.raw));
+      decision = engine.decide(
+        view,
+        limits,
+        limits.mayQueue ? () => waitSignal(request.raw, reply.raw) : noSignal,
+      );
     } catch (error) {
       next(error as Error);
       return;
@@ -137,6 +141,10 @@ function routeConfig(request: FastifyRequest): LimitedConfig | undefined {
       ? undefined
       : (request as unknown as Record<symbol, { config?: unknown }>)[kRouteContext];
   return (context?.config ?? request.routeOptions.config) as LimitedConfig | undefined;
+}
+
+function noSignal(): undefined {
+  return undefined;
 }
 
 function proceed(
@@ -185,10 +193,14 @@ function admit(
   next: () => void,
 ): void {
   if (engine.options.headers.length > 0 && decision.lease !== undefined) {
-    for (const [name, value] of engine.headers(view, decision)) reply.header(name, value);
+    engine.setHeaders(view, decision, reply, setReplyHeader);
   }
   holdUntilEnd(engine, reply.raw, decision);
   next();
+}
+
+function setReplyHeader(reply: FastifyReply, name: string, value: string): void {
+  reply.header(name, value);
 }
 
 // Answer through Fastify rather than on the raw response, so onSend/onResponse hooks and the request log see it.

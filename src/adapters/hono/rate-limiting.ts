@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context, MiddlewareHandler } from 'hono';
 import { type Decision, RateLimiting } from '../../http/rate-limiting/engine.ts';
-import { holdUntilEnd, isThenable } from '../../http/rate-limiting/node-http.ts';
+import { holdUntilEnd, isThenable, setHeader } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RejectedContext, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
 import type { HttpRequest } from '../../http/request.ts';
@@ -34,6 +34,16 @@ export interface HonoRateLimiting extends MiddlewareHandler {
 
 const kMarker: unique symbol = Symbol.for('floodgate.rateLimitMarker') as never;
 type Marked = { [kMarker]?: { engine: RateLimiting; route: RouteLimits } };
+const kDecided: unique symbol = Symbol.for('floodgate.rateLimited') as never;
+type Decided = { [kDecided]?: RouteLimits };
+
+function noSignal(): undefined {
+  return undefined;
+}
+
+function appendHeader(c: Context, name: string, value: string): void {
+  c.header(name, value, { append: true });
+}
 
 /** The {@link HttpRequest} view of a Hono request; the socket address comes from `@hono/node-server`. */
 class HonoRequestView implements HttpRequest {
@@ -93,16 +103,19 @@ function waitSignal(c: Context): AbortSignal | undefined {
 export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimiting {
   const engine = new RateLimiting(options as RateLimitingOptions);
   let markers = 0;
-  // Requests this engine decided, and with what. A WeakMap rather than a property: Hono's Context is a hot
-  // object whose shape should not change under its feet.
-  const decidedWith = new WeakMap<Context, RouteLimits>();
+  // A decided request's Context carries its route (a property costs less per request than a WeakMap entry, whose
+  // ephemeron the garbage collector must also trace); the route's owner tells this engine's marks from another's.
+  const decidedWith = (c: Context): RouteLimits | undefined => {
+    const route = (c as Decided)[kDecided];
+    return route !== undefined && route.owner === engine ? route : undefined;
+  };
 
   // Synchronous until something has to wait: most requests are decided without a Promise of floodgate's own.
   const decide = (route: RouteLimits, c: Context, next: () => Promise<void>): Promise<Response | void> => {
-    decidedWith.set(c, route);
+    (c as Decided)[kDecided] = route;
     if (route.unlimited) return next();
     const view = new HonoRequestView(c);
-    const pending = engine.decide(view, route, () => waitSignal(c));
+    const pending = engine.decide(view, route, route.mayQueue ? () => waitSignal(c) : noSignal);
     if (isThenable(pending)) return pending.then((decision) => decided(view, decision, c, next));
     return decided(view, pending, c, next);
   };
@@ -145,10 +158,8 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
     if (engine.options.headers.length > 0 && decision.lease !== undefined) {
       // Under node-server the fields go on the node response, which merges them into whatever the route returns;
       // c.header() would make Hono build a Headers object and leave node-server's fast path for every response.
-      for (const [name, value] of engine.headers(view, decision)) {
-        if (outgoing !== undefined) outgoing.setHeader(name, value);
-        else c.header(name, value, { append: true });
-      }
+      if (outgoing !== undefined) engine.setHeaders(view, decision, outgoing, setHeader);
+      else engine.setHeaders(view, decision, c, appendHeader);
     }
     if (decision.heldSince < 0) return next();
     // Under node-server the body is written after the handler returns: hold the permit until it is.
@@ -167,7 +178,7 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
   };
 
   const middleware: MiddlewareHandler = (c, next) => {
-    if (decidedWith.has(c)) return next();
+    if (decidedWith(c) !== undefined) return next();
     let route = engine.defaultRoute;
     if (markers > 0) {
       for (const matched of c.req.matchedRoutes) {
@@ -184,7 +195,7 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
   const marker = (route: RouteLimits): MiddlewareHandler => {
     markers++;
     const handle: MiddlewareHandler = (c, next) => {
-      const prior = decidedWith.get(c);
+      const prior = decidedWith(c);
       if (prior === undefined) return decide(route, c, next);
       if (prior === route) return next();
       throw new Error(

@@ -39,7 +39,8 @@ export interface NodeRateLimiting {
 }
 
 const kDecided = Symbol.for('floodgate.rateLimited');
-type Marked = IncomingMessage & { [kDecided]?: { engine: RateLimiting; route: RouteLimits } };
+// A decided request carries its route; the route's owner tells this engine's marks from another's.
+type Marked = IncomingMessage & { [kDecided]?: RouteLimits };
 
 /**
  * Rate limiting for node:http.
@@ -63,8 +64,8 @@ export function rateLimiting(options?: NodeRateLimitingOptions): NodeRateLimitin
     next: (error?: unknown) => void,
   ): void => {
     const prior = (req as Marked)[kDecided];
-    if (prior !== undefined && prior.engine === engine) {
-      if (route === prior.route || route === engine.defaultRoute) next();
+    if (prior !== undefined && prior.owner === engine) {
+      if (route === prior || route === engine.defaultRoute) next();
       else
         next(
           new Error(
@@ -73,7 +74,7 @@ export function rateLimiting(options?: NodeRateLimitingOptions): NodeRateLimitin
         );
       return;
     }
-    (req as Marked)[kDecided] = { engine, route };
+    (req as Marked)[kDecided] = route;
     decideAndContinue(engine, route, req, res, next);
   };
 

@@ -11,7 +11,7 @@ import {
   type ResolvedOptions,
   resolveOptions,
 } from './options.ts';
-import { type Answer, limitHeaders, rejection } from './response.ts';
+import { type Answer, limitHeaders, rejection, setLimitHeaders } from './response.ts';
 import { type Result, RouteLimits } from './route.ts';
 
 /** The outcome of one request's decision. */
@@ -48,10 +48,10 @@ export class RateLimiting {
   /** Throws a `TypeError`/`RangeError` naming the option when `options` are invalid. */
   constructor(options?: RateLimitingOptions) {
     this.options = resolveOptions(options as RateLimitingOptions);
-    this.defaultRoute = new RouteLimits(this.options.global, undefined, this.options.onRejected);
-    this.disabledRoute = new RouteLimits(undefined, undefined, undefined);
+    this.defaultRoute = this.#own(new RouteLimits(this.options.global, undefined, this.options.onRejected));
+    this.disabledRoute = this.#own(new RouteLimits(undefined, undefined, undefined));
     for (const [name, policy] of this.options.policies) {
-      this.#named.set(name, new RouteLimits(this.options.global, policy, this.options.onRejected));
+      this.#named.set(name, this.#own(new RouteLimits(this.options.global, policy, this.options.onRejected)));
     }
   }
 
@@ -73,7 +73,12 @@ export class RateLimiting {
       return named;
     }
     const policy = buildPolicy(where, 'route', setting, true);
-    return new RouteLimits(this.options.global, policy, this.options.onRejected, where);
+    return this.#own(new RouteLimits(this.options.global, policy, this.options.onRejected, where));
+  }
+
+  #own(route: RouteLimits): RouteLimits {
+    route.owner = this;
+    return route;
   }
 
   /**
@@ -175,6 +180,20 @@ export class RateLimiting {
     return limitHeaders(this.options, decision.route, req, decision.lease);
   }
 
+  /**
+   * Hands the rate-limit header fields of an admitted request to `set(target, name, value)`, one call per field
+   * and no array: what adapters use on every request (`target` is the response, `set` a function made once).
+   */
+  setHeaders<T>(
+    req: HttpRequest,
+    decision: Decision,
+    target: T,
+    set: (target: T, name: string, value: string) => void,
+  ): void {
+    if (decision.lease === undefined || decision.result === 'store_unavailable') return;
+    setLimitHeaders(this.options, decision.route, req, decision.lease, target, set);
+  }
+
   /** The rejection floodgate sends when no `onRejected` hook applies. */
   rejection(req: HttpRequest, decision: Decision): Answer {
     const unavailable = decision.result === 'store_unavailable';
@@ -232,16 +251,19 @@ export function holdsPermits(lease: Lease): boolean {
 }
 
 // Partitions alive, per partitioned limiter: the limiters keep no metrics, so the size is compared after each
-// decision and the change recorded (one Map read per partitioned limiter per request).
-const knownSizes = new WeakMap<object, number>();
+// decision and the change recorded. A limiter in several routes has a MemberInfo in each: the first to see a
+// change records it, the others catch up without counting it again.
+const countedSizes = new WeakMap<object, number>();
 
 function countPartitions(route: RouteLimits): void {
   for (const info of route.partitioned) {
     const size = (info.member as { size: number }).size;
-    const known = knownSizes.get(info.member) ?? 0;
-    if (size !== known) {
-      knownSizes.set(info.member, size);
-      telemetry().partitions.add(size - known, info.attributes);
+    if (size === info.knownSize) continue;
+    info.knownSize = size;
+    const counted = countedSizes.get(info.member) ?? 0;
+    if (size !== counted) {
+      countedSizes.set(info.member, size);
+      telemetry().partitions.add(size - counted, info.attributes);
     }
   }
 }

@@ -24,6 +24,21 @@ export class MemberInfo {
   readonly policyItem: string | undefined;
   /** Metric attributes naming this limiter. */
   readonly attributes: { policy: string };
+  /** `"name";r=`, the start of this limiter's `RateLimit` item. */
+  readonly remainingPrefix: string;
+
+  // What the last response's header fields were built from, mutable: a hot key skips the hash and the strings.
+  /** The partition key of the last request (undefined for a plain limiter). */
+  lastKey: string | undefined = undefined;
+  /** Its `;pk=:…:` parameter, or `''`. */
+  lastPk = '';
+  /** Its `RateLimit-Policy` item, or `''` before the first request. */
+  lastPolicy = '';
+  /** The last `t` in seconds and its `;t=…` parameter. */
+  lastResetSeconds = -1;
+  lastT = '';
+  /** Partitions alive when the `partitions` metric last counted them. */
+  knownSize = 0;
 
   constructor(
     readonly member: Member,
@@ -31,6 +46,7 @@ export class MemberInfo {
   ) {
     this.sfName = sfString(name);
     this.attributes = { policy: name };
+    this.remainingPrefix = `${this.sfName};r=`;
     if (member instanceof PartitionedLimiter || member instanceof RedisPartitionedLimiter) {
       this.keyOf = member.keyOf;
       this.algorithm = member.spec?.algorithm;

@@ -63,9 +63,14 @@ export function admit(
   decision: Decision,
 ): void {
   if (engine.options.headers.length > 0 && decision.lease !== undefined && !res.headersSent) {
-    for (const [name, value] of engine.headers(view, decision)) res.setHeader(name, value);
+    engine.setHeaders(view, decision, res, setHeader);
   }
   holdUntilEnd(engine, res, decision);
+}
+
+/** `engine.setHeaders`' writer for a node response. */
+export function setHeader(res: ServerResponse, name: string, value: string): void {
+  res.setHeader(name, value);
 }
 
 /** Releases a held lease when the response finishes or the client goes away, whichever comes first. */
@@ -122,6 +127,10 @@ export function writeRejection(res: ServerResponse, answer: Answer): void {
   res.end(answer.body);
 }
 
+function noSignal(): undefined {
+  return undefined;
+}
+
 export function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }
@@ -142,7 +151,7 @@ export function decideAndContinue(
   const view = new NodeRequestView(req);
   let decision: Decision | Promise<Decision>;
   try {
-    decision = engine.decide(view, route, () => waitSignal(req, res));
+    decision = engine.decide(view, route, route.mayQueue ? () => waitSignal(req, res) : noSignal);
   } catch (error) {
     next(error);
     return;

@@ -8,7 +8,7 @@ import {
   retryAfterSeconds,
 } from '../ratelimit-headers.ts';
 import type { HttpRequest } from '../request.ts';
-import { policyItem } from './member-info.ts';
+import { type MemberInfo, policyItem } from './member-info.ts';
 import type { Member, ResolvedOptions } from './options.ts';
 import type { RouteLimits } from './route.ts';
 
@@ -19,40 +19,96 @@ export function limitHeaders(
   req: HttpRequest,
   lease: Lease,
 ): Array<[string, string]> {
-  const styles = options.headers;
-  if (styles.length === 0) return [];
-  // The default, on every admitted request: built directly from strings computed once per route.
-  if (lease.granted && styles.length === 1 && styles[0] === 'draft-10')
-    return draft10(route, req, lease, options);
-  return rateLimitHeaders(policyStates(route, req, lease), styles, { partitionKeys: options.hasher });
+  const fields: Array<[string, string]> = [];
+  setLimitHeaders(options, route, req, lease, fields, pushField);
+  return fields;
 }
 
-function draft10(
+function pushField(fields: Array<[string, string]>, name: string, value: string): void {
+  fields.push([name, value]);
+}
+
+/**
+ * Hands each header field of a limited response to `set(target, name, value)`: straight to the response in the
+ * adapters, with no array in between.
+ */
+export function setLimitHeaders<T>(
+  options: ResolvedOptions,
+  route: RouteLimits,
+  req: HttpRequest,
+  lease: Lease,
+  target: T,
+  set: (target: T, name: string, value: string) => void,
+): void {
+  const styles = options.headers;
+  if (styles.length === 0) return;
+  // The default, on every admitted request: built from strings remembered per limiter.
+  if (lease.granted && styles.length === 1 && styles[0] === 'draft-10') {
+    draft10(route, req, lease, options, target, set);
+    return;
+  }
+  const fields = rateLimitHeaders(policyStates(route, req, lease), styles, {
+    partitionKeys: options.hasher,
+  });
+  for (const [name, value] of fields) set(target, name, value);
+}
+
+function draft10<T>(
   route: RouteLimits,
   req: HttpRequest,
   lease: Lease,
   options: ResolvedOptions,
-): Array<[string, string]> {
+  target: T,
+  set: (target: T, name: string, value: string) => void,
+): void {
   const infos = route.infos;
+  if (infos.length === 1) {
+    // One limiter, the usual case: no separators, no loop.
+    const info = infos[0];
+    remember(info, lease, req, options);
+    set(target, 'RateLimit-Policy', info.lastPolicy);
+    set(target, 'RateLimit', limitItem(info, lease));
+    return;
+  }
   const leases = lease instanceof ChainLease ? lease.members : undefined;
   let policies = '';
   let limits = '';
   for (let i = 0; i < infos.length; i++) {
     const info = infos[i];
     const own = leases === undefined ? lease : leases[i];
-    const key = own.key ?? (info.keyOf === undefined ? undefined : safeKey(info.keyOf, req));
-    const pk = key === undefined ? '' : `;pk=:${options.hasher(key)}:`;
-    const item = info.policyItem ?? policyItem(info.sfName, info.algorithmFor(key));
-    const reset = own.resetAfterMs;
-    const t = reset === undefined || !Number.isFinite(reset) ? '' : `;t=${integer(Math.ceil(reset / 1000))}`;
+    remember(info, own, req, options);
     const separator = i === 0 ? '' : ', ';
-    policies += `${separator}${item}${pk}`;
-    limits += `${separator}${info.sfName};r=${integer(own.remaining)}${t}${pk}`;
+    policies += separator + info.lastPolicy;
+    limits += separator + limitItem(info, own);
   }
-  return [
-    ['RateLimit-Policy', policies],
-    ['RateLimit', limits],
-  ];
+  set(target, 'RateLimit-Policy', policies);
+  set(target, 'RateLimit', limits);
+}
+
+// A burst from one client is one key again and again: its `pk` and policy item are kept from the last request
+// rather than hashed (a Map lookup) and built again.
+function remember(info: MemberInfo, own: Lease, req: HttpRequest, options: ResolvedOptions): void {
+  const key = own.key ?? (info.keyOf === undefined ? undefined : safeKey(info.keyOf, req));
+  if (key === info.lastKey && info.lastPolicy !== '') return;
+  const pk = key === undefined ? '' : `;pk=:${options.hasher(key)}:`;
+  info.lastKey = key;
+  info.lastPk = pk;
+  info.lastPolicy = (info.policyItem ?? policyItem(info.sfName, info.algorithmFor(key))) + pk;
+}
+
+/** `"name";r=…;t=…;pk=:…:` of the member `remember` last saw. */
+function limitItem(info: MemberInfo, own: Lease): string {
+  const reset = own.resetAfterMs;
+  let t = '';
+  if (reset !== undefined && Number.isFinite(reset)) {
+    const seconds = integer(Math.ceil(reset / 1000));
+    if (seconds !== info.lastResetSeconds) {
+      info.lastResetSeconds = seconds;
+      info.lastT = `;t=${seconds}`;
+    }
+    t = info.lastT;
+  }
+  return info.remainingPrefix + integer(own.remaining) + t + info.lastPk;
 }
 
 /** A Structured Field integer: 0 to 15 digits. */

@@ -58,6 +58,11 @@ export class RouteLimits {
   readonly acquire: (req: HttpRequest, signal: AbortSignal | undefined) => Promise<Lease>;
   /** How the route decides when its limiters are on a Redis store (then every decision is a Promise). */
   readonly remote: RemoteDecider | undefined;
+  /**
+   * The `RateLimiting` engine that made this route, set by it: adapters mark a decided request with its route
+   * alone and tell their own marks from another engine's by this.
+   */
+  owner: object | undefined = undefined;
 
   /**
    * Throws a `TypeError` (prefixed with `where`) when the global limiter and the policy are not on one store:
