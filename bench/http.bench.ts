@@ -14,7 +14,7 @@
  */
 import http from 'node:http';
 import type { MiddlewareHandler } from 'hono';
-import { listen, runHttpBench, type Variant } from './http-runner.ts';
+import { built, listen, runHttpBench, type Variant } from './http-runner.ts';
 
 const HOT = process.env.HOT === '1';
 const LIMIT = HOT ? 100 : 1_000_000_000;
@@ -28,12 +28,14 @@ async function variants(): Promise<Variant[]> {
   const Fastify = (await import('fastify')).default;
   const fastifyRateLimit = (await import('@fastify/rate-limit')).default;
   const { RateLimiterMemory } = await import('rate-limiter-flexible');
-  const { fixedWindow, partitioned } = await import('../src/index.ts');
-  const { clientIp } = await import('../src/http/client-ip.ts');
-  const floodgateNode = await import('../src/adapters/node/index.ts');
-  const floodgateExpress = await import('../src/adapters/express/index.ts');
-  const floodgateHono = await import('../src/adapters/hono/index.ts');
-  const floodgateFastify = await import('../src/adapters/fastify/index.ts');
+  const { fixedWindow, partitioned } = await built<typeof import('../src/index.ts')>('index');
+  const { clientIp } = await built<typeof import('../src/http/client-ip.ts')>('http/client-ip');
+  const floodgateNode = await built<typeof import('../src/adapters/node/index.ts')>('adapters/node/index');
+  const floodgateExpress =
+    await built<typeof import('../src/adapters/express/index.ts')>('adapters/express/index');
+  const floodgateHono = await built<typeof import('../src/adapters/hono/index.ts')>('adapters/hono/index');
+  const floodgateFastify =
+    await built<typeof import('../src/adapters/fastify/index.ts')>('adapters/fastify/index');
 
   const global = () =>
     partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: LIMIT, window: '1m' }) });

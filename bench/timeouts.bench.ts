@@ -14,6 +14,7 @@ import http from 'node:http';
 import { createRequire } from 'node:module';
 import type { MiddlewareHandler } from 'hono';
 import {
+  built,
   listen,
   load,
   loadGenerator,
@@ -35,10 +36,12 @@ async function variants(): Promise<Variant[]> {
   const { timeout: honoTimeout } = await import('hono/timeout');
   const { createAdaptorServer } = await import('@hono/node-server');
   const Fastify = (await import('fastify')).default;
-  const floodgateNode = await import('../src/adapters/node/index.ts');
-  const floodgateExpress = await import('../src/adapters/express/index.ts');
-  const floodgateHono = await import('../src/adapters/hono/index.ts');
-  const floodgateFastify = await import('../src/adapters/fastify/index.ts');
+  const floodgateNode = await built<typeof import('../src/adapters/node/index.ts')>('adapters/node/index');
+  const floodgateExpress =
+    await built<typeof import('../src/adapters/express/index.ts')>('adapters/express/index');
+  const floodgateHono = await built<typeof import('../src/adapters/hono/index.ts')>('adapters/hono/index');
+  const floodgateFastify =
+    await built<typeof import('../src/adapters/fastify/index.ts')>('adapters/fastify/index');
 
   const nodeHandler = (_req: http.IncomingMessage, res: http.ServerResponse) => {
     res.writeHead(200, { 'content-type': 'text/plain' });
@@ -205,7 +208,7 @@ function floodgateShare(profile: CpuProfile): number {
 
 // ---- the deadline bookkeeping alone: what replacing a timer per request saves ----
 async function micro(): Promise<void> {
-  const { requestTimeouts } = await import('../src/http/index.ts');
+  const { requestTimeouts } = await built<typeof import('../src/http/index.ts')>('http/index');
   const engine = requestTimeouts({ default: TIMEOUT_MS });
   const adapter = {
     expire: () => 'answered' as const,
