@@ -1,6 +1,6 @@
 import { Lease } from '../limiters/lease.ts';
 import type { Binding, Engine } from './engine.ts';
-import { leaseOf } from './engine.ts';
+import { leaseOf } from './unavailable.ts';
 import { finish, LocalQueue, type RedisWaiter } from './waiting.ts';
 
 // How often the head waiter asks again when nothing tells when a permit comes back (a concurrency permit held

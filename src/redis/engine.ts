@@ -4,10 +4,12 @@ import { checkPermits } from '../limiters/options.ts';
 import type { LimiterSpec } from '../limiters/rate-limiter.ts';
 import { telemetry } from '../telemetry.ts';
 import type { ScriptRunner } from './client.ts';
-import { Dispatcher, type Request, type StoreUnavailableError } from './dispatcher.ts';
+import { Decision } from './decision.ts';
+import { Dispatcher, type StoreUnavailableError } from './dispatcher.ts';
 import type { ResolvedOptions } from './options.ts';
 import { decodeNumber, encodeLone, encodeRequest, type MemberCall, type Op, specText } from './protocol.ts';
 import { keySlot } from './slot.ts';
+import { leaseOf } from './unavailable.ts';
 
 /** Whoever a member's counts and lease `source` belong to (a Redis limiter). */
 export interface Owner {
@@ -375,78 +377,4 @@ export class Engine {
     };
     return new HeldLease(m.spec.algorithm.limit, remaining, permits, owner, 0, 0, m.owner);
   }
-}
-
-/** One decision in flight: its request for the dispatcher, and its promise's settlement. */
-class Decision implements Request {
-  constructor(
-    private readonly engine: Engine,
-    readonly binding: Binding,
-    readonly op: 't' | 'w',
-    readonly permits: number,
-    readonly reason: string,
-    readonly leaseId: string,
-    private readonly blockedFirst: boolean,
-    /** The clock as the script should read it, taken when the decision was asked. */
-    private readonly now: string,
-    readonly cacheKey: string,
-    private readonly asLease: boolean,
-    private readonly resolve: (value: Decided | Lease) => void,
-    private readonly reject: (error: unknown) => void,
-  ) {}
-
-  get key(): string {
-    return this.binding.members[0].key;
-  }
-
-  keysTo(out: string[]): void {
-    for (const m of this.binding.members) out.push(m.key);
-  }
-
-  argsTo(out: string[]): void {
-    this.engine.encodeArgs(
-      out,
-      this.binding,
-      this.op,
-      this.permits,
-      this.leaseId,
-      this.blockedFirst,
-      this.now,
-    );
-  }
-
-  answer(reply: string): void {
-    try {
-      this.settle(this.engine.answered(this, reply));
-    } catch (error) {
-      this.reject(error);
-    }
-  }
-
-  fail(error: StoreUnavailableError): void {
-    try {
-      this.settle(this.engine.unanswered(this, error));
-    } catch (caught) {
-      this.reject(caught);
-    }
-  }
-
-  private settle(decided: Decided): void {
-    this.resolve(this.asLease ? leaseOf(decided) : decided);
-  }
-}
-
-// Leases answered by `onUnavailable` (Redis failed or was late) rather than by Redis: the HTTP layer counts
-// them as `store_unavailable`. A WeakSet, so the shared Lease class carries nothing for memory limiters.
-const unavailableAnswers = new WeakSet<Lease>();
-
-/** Whether `onUnavailable` answered this lease (Redis failed or missed its deadline), not Redis. */
-export function isUnavailableAnswer(lease: Lease): boolean {
-  return unavailableAnswers.has(lease);
-}
-
-/** @internal A decision's lease, marked when it is `onUnavailable`'s answer (local, and not the blocked cache). */
-export function leaseOf(decided: Decided): Lease {
-  if (decided.local && decided.blocked < 0) unavailableAnswers.add(decided.lease);
-  return decided.lease;
 }

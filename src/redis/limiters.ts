@@ -4,7 +4,7 @@ import type { AcquireOptions, LimiterSpec, Statistics } from '../limiters/rate-l
 import type { Waiting } from './acquire.ts';
 import type { Binding, BoundMember, Engine, Owner } from './engine.ts';
 
-export { isUnavailableAnswer } from './engine.ts';
+export { isUnavailableAnswer } from './unavailable.ts';
 
 /** Options of `store.limiter(spec, options)`. */
 export interface RedisLimiterOptions {

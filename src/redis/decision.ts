@@ -1,0 +1,63 @@
+import type { Lease } from '../limiters/lease.ts';
+import type { Request, StoreUnavailableError } from './dispatcher.ts';
+import type { Binding, Decided, Engine } from './engine.ts';
+import { leaseOf } from './unavailable.ts';
+
+/** One decision in flight: its request for the dispatcher, and its promise's settlement. */
+export class Decision implements Request {
+  constructor(
+    private readonly engine: Engine,
+    readonly binding: Binding,
+    readonly op: 't' | 'w',
+    readonly permits: number,
+    readonly reason: string,
+    readonly leaseId: string,
+    private readonly blockedFirst: boolean,
+    /** The clock as the script should read it, taken when the decision was asked. */
+    private readonly now: string,
+    readonly cacheKey: string,
+    private readonly asLease: boolean,
+    private readonly resolve: (value: Decided | Lease) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {}
+
+  get key(): string {
+    return this.binding.members[0].key;
+  }
+
+  keysTo(out: string[]): void {
+    for (const m of this.binding.members) out.push(m.key);
+  }
+
+  argsTo(out: string[]): void {
+    this.engine.encodeArgs(
+      out,
+      this.binding,
+      this.op,
+      this.permits,
+      this.leaseId,
+      this.blockedFirst,
+      this.now,
+    );
+  }
+
+  answer(reply: string): void {
+    try {
+      this.settle(this.engine.answered(this, reply));
+    } catch (error) {
+      this.reject(error);
+    }
+  }
+
+  fail(error: StoreUnavailableError): void {
+    try {
+      this.settle(this.engine.unanswered(this, error));
+    } catch (caught) {
+      this.reject(caught);
+    }
+  }
+
+  private settle(decided: Decided): void {
+    this.resolve(this.asLease ? leaseOf(decided) : decided);
+  }
+}
