@@ -9,13 +9,11 @@ local EPSILON = 1e-9
 -- The library functions used per decision, as upvalues bound by the first call: loading a Function sees none
 -- of them, and at run time a global there is a miss in the library's own environment before the real one.
 local floor, ceil, max, min, format, match, concat, byte, tonumber, ipairs, unpack, mpack, munpack, call
-local SMALL = {}
 local function bind()
   floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
   format, match, concat, byte = string.format, string.match, table.concat, string.byte
   tonumber, ipairs, unpack = _G.tonumber, _G.ipairs, _G.unpack
   mpack, munpack, call = cmsgpack.pack, cmsgpack.unpack, redis.call
-  for i = 0, 64 do SMALL[_G.tostring(i)] = i end
 end
 local function num(x)
   if x ~= x then return '' end
@@ -23,9 +21,13 @@ local function num(x)
   if x % 1 == 0 and x > -1e15 and x < 1e15 then return format('%d', x) end
   return format('%.17g', x)
 end
--- Small counts are read from a table (filled by \`bind\`): tonumber parses with strtod, costlier than a lookup.
+-- The commonest counts compared as strings (interned: one pointer comparison each); tonumber parses with strtod,
+-- costlier than the rest of a light decision's arithmetic. (No table of them: as a script, on Redis 6, the
+-- whole body runs on every call and would fill it every time.)
 local function int(s)
-  return SMALL[s] or tonumber(s)
+  if s == '1' then return 1 end
+  if s == '2' then return 2 end
+  return tonumber(s)
 end
 -- Redis TIME's two decimal strings, read digit by digit: tonumber (strtod) costs more than the rest of a
 -- lone fixed-window decision's arithmetic. Seconds have 10 digits until 2286; microseconds are not padded.
