@@ -134,3 +134,22 @@ test('the common request goes in short form (one argument per member); anything 
   encodeRequest(one, 't', 1, '', [lone, lone]);
   assert.deepEqual(one, [lone.spec, 'B', '2', lone.spec, lone.spec], 'one permit on Redis time, shortest');
 });
+
+test('deadlines hold whatever order the answers come in: a later call answered first, the earlier one late', async () => {
+  const runner = fakeRunner(false);
+  const dispatcher = new Dispatcher(runner, 30, false);
+  const first = dispatcher.request(['a'], ['t']);
+  const second = dispatcher.request(['b'], ['t']);
+  runner.calls[1].answer('b answered');
+  assert.equal(await second, 'b answered');
+  await assert.rejects(
+    first,
+    (error: unknown) => error instanceof StoreUnavailableError && /30 ms/.test(String(error)),
+    'the unanswered call still fails at its deadline',
+  );
+  const third = dispatcher.request(['c'], ['t']);
+  runner.calls[2].answer('c answered');
+  assert.equal(await third, 'c answered', 'calls after a timeout are answered as usual');
+  const fourth = dispatcher.request(['d'], ['t']);
+  await assert.rejects(fourth, StoreUnavailableError, 'and keep their own deadline');
+});
