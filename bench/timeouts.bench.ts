@@ -112,7 +112,8 @@ async function variants(): Promise<Variant[]> {
   ];
 }
 
-const measuring = process.argv[2] !== '--serve' && process.env.INSTRUCTIONS !== '1';
+const measuring =
+  process.argv[2] !== '--serve' && process.env.INSTRUCTIONS !== '1' && process.env.INPROC !== '1';
 if (measuring) await micro();
 await runHttpBench({ file: import.meta.url, variants, title: 'requests that finish in time' });
 if (measuring && process.env.PROFILE !== '0') {
@@ -167,7 +168,7 @@ function floodgateShare(profile: CpuProfile): number {
   const kind = (url: string): 'ours' | 'theirs' | 'node' =>
     url.includes('/node_modules/') || url.includes('/bench/')
       ? 'theirs'
-      : url.includes('/src/')
+      : url.includes('/dist/') || url.includes('/src/')
         ? 'ours'
         : 'node';
   const inside = new Map<number, boolean>();
