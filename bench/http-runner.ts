@@ -52,6 +52,16 @@ export function built<T>(path: string): Promise<T> {
   return import(new URL(`../dist/${path}.js`, import.meta.url).href) as Promise<T>;
 }
 
+/** floodgate's four framework adapters, from dist/. */
+export async function builtAdapters() {
+  return {
+    node: await built<typeof import('../src/adapters/node/index.ts')>('adapters/node/index'),
+    express: await built<typeof import('../src/adapters/express/index.ts')>('adapters/express/index'),
+    hono: await built<typeof import('../src/adapters/hono/index.ts')>('adapters/hono/index'),
+    fastify: await built<typeof import('../src/adapters/fastify/index.ts')>('adapters/fastify/index'),
+  };
+}
+
 export function listen(server: http.Server): Promise<http.Server> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }

@@ -14,7 +14,7 @@
  */
 import http from 'node:http';
 import type { MiddlewareHandler } from 'hono';
-import { built, listen, runHttpBench, type Variant } from './http-runner.ts';
+import { built, builtAdapters, listen, runHttpBench, type Variant } from './http-runner.ts';
 
 const HOT = process.env.HOT === '1';
 const LIMIT = HOT ? 100 : 1_000_000_000;
@@ -30,12 +30,7 @@ async function variants(): Promise<Variant[]> {
   const { RateLimiterMemory } = await import('rate-limiter-flexible');
   const { fixedWindow, partitioned } = await built<typeof import('../src/index.ts')>('index');
   const { clientIp } = await built<typeof import('../src/http/client-ip.ts')>('http/client-ip');
-  const floodgateNode = await built<typeof import('../src/adapters/node/index.ts')>('adapters/node/index');
-  const floodgateExpress =
-    await built<typeof import('../src/adapters/express/index.ts')>('adapters/express/index');
-  const floodgateHono = await built<typeof import('../src/adapters/hono/index.ts')>('adapters/hono/index');
-  const floodgateFastify =
-    await built<typeof import('../src/adapters/fastify/index.ts')>('adapters/fastify/index');
+  const floodgate = await builtAdapters();
 
   const global = () =>
     partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: LIMIT, window: '1m' }) });
@@ -61,7 +56,7 @@ async function variants(): Promise<Variant[]> {
   const fastifyApp = async (extra: 'none' | 'floodgate' | 'usual' | 'no-op hook') => {
     const app = Fastify();
     if (extra === 'no-op hook') app.addHook('onRequest', (_request, _reply, done) => done());
-    if (extra === 'floodgate') await app.register(floodgateFastify.rateLimiting, { global: global() });
+    if (extra === 'floodgate') await app.register(floodgate.fastify.rateLimiting, { global: global() });
     if (extra === 'usual') await app.register(fastifyRateLimit, { max: LIMIT, timeWindow: 60_000 });
     app.get('/', async () => 'ok');
     await app.listen({ port: 0, host: '127.0.0.1' });
@@ -84,13 +79,15 @@ async function variants(): Promise<Variant[]> {
     {
       framework: 'node',
       name: 'floodgate',
-      start: () => listen(http.createServer(floodgateNode.rateLimiting({ global: global() })(nodeHandler))),
+      start: () => listen(http.createServer(floodgate.node.rateLimiting({ global: global() })(nodeHandler))),
     },
     {
       framework: 'node',
       name: 'floodgate, headers: []',
       start: () =>
-        listen(http.createServer(floodgateNode.rateLimiting({ global: global(), headers: [] })(nodeHandler))),
+        listen(
+          http.createServer(floodgate.node.rateLimiting({ global: global(), headers: [] })(nodeHandler)),
+        ),
     },
     {
       framework: 'node',
@@ -106,7 +103,7 @@ async function variants(): Promise<Variant[]> {
     {
       framework: 'express',
       name: 'floodgate',
-      start: () => listen(expressApp(floodgateExpress.rateLimiting({ global: global() }))),
+      start: () => listen(expressApp(floodgate.express.rateLimiting({ global: global() }))),
     },
     {
       framework: 'express',
@@ -132,7 +129,7 @@ async function variants(): Promise<Variant[]> {
     {
       framework: 'hono',
       name: 'floodgate',
-      start: () => listen(honoApp(floodgateHono.rateLimiting({ global: global() }))),
+      start: () => listen(honoApp(floodgate.hono.rateLimiting({ global: global() }))),
     },
     {
       framework: 'hono',

@@ -15,6 +15,7 @@ import { createRequire } from 'node:module';
 import type { MiddlewareHandler } from 'hono';
 import {
   built,
+  builtAdapters,
   listen,
   load,
   loadGenerator,
@@ -36,12 +37,7 @@ async function variants(): Promise<Variant[]> {
   const { timeout: honoTimeout } = await import('hono/timeout');
   const { createAdaptorServer } = await import('@hono/node-server');
   const Fastify = (await import('fastify')).default;
-  const floodgateNode = await built<typeof import('../src/adapters/node/index.ts')>('adapters/node/index');
-  const floodgateExpress =
-    await built<typeof import('../src/adapters/express/index.ts')>('adapters/express/index');
-  const floodgateHono = await built<typeof import('../src/adapters/hono/index.ts')>('adapters/hono/index');
-  const floodgateFastify =
-    await built<typeof import('../src/adapters/fastify/index.ts')>('adapters/fastify/index');
+  const floodgate = await builtAdapters();
 
   const nodeHandler = (_req: http.IncomingMessage, res: http.ServerResponse) => {
     res.writeHead(200, { 'content-type': 'text/plain' });
@@ -63,7 +59,7 @@ async function variants(): Promise<Variant[]> {
   };
   const fastifyApp = async (extra: 'none' | 'floodgate' | 'no-op hook') => {
     const app = Fastify();
-    if (extra === 'floodgate') await app.register(floodgateFastify.requestTimeouts, { default: TIMEOUT_MS });
+    if (extra === 'floodgate') await app.register(floodgate.fastify.requestTimeouts, { default: TIMEOUT_MS });
     if (extra === 'no-op hook') app.addHook('onRequest', (_request, _reply, done) => done());
     app.get('/', async () => 'ok');
     await app.listen({ port: 0, host: '127.0.0.1' });
@@ -76,7 +72,7 @@ async function variants(): Promise<Variant[]> {
       framework: 'node',
       name: 'floodgate',
       start: () =>
-        listen(http.createServer(floodgateNode.requestTimeouts({ default: TIMEOUT_MS })(nodeHandler))),
+        listen(http.createServer(floodgate.node.requestTimeouts({ default: TIMEOUT_MS })(nodeHandler))),
     },
     { framework: 'express', name: 'bare', start: () => listen(expressApp()) },
     {
@@ -87,7 +83,7 @@ async function variants(): Promise<Variant[]> {
     {
       framework: 'express',
       name: 'floodgate',
-      start: () => listen(expressApp(floodgateExpress.requestTimeouts({ default: TIMEOUT_MS }) as never)),
+      start: () => listen(expressApp(floodgate.express.requestTimeouts({ default: TIMEOUT_MS }) as never)),
     },
     {
       framework: 'express',
@@ -106,7 +102,7 @@ async function variants(): Promise<Variant[]> {
     {
       framework: 'hono',
       name: 'floodgate',
-      start: () => listen(honoApp(floodgateHono.requestTimeouts({ default: TIMEOUT_MS }))),
+      start: () => listen(honoApp(floodgate.hono.requestTimeouts({ default: TIMEOUT_MS }))),
     },
     { framework: 'hono', name: 'hono/timeout', start: () => listen(honoApp(honoTimeout(TIMEOUT_MS))) },
   ];
