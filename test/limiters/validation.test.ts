@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { chain, concurrency, fixedWindow, slidingWindow, tokenBucket } from '../../src/index.ts';
+import { performanceClock } from '../../src/limiters/options.ts';
 
 const cases: [string, () => unknown, RegExp, ErrorConstructor][] = [
   [
@@ -126,12 +127,16 @@ test("durations accept '500ms', '10s', '1m', '1h'", () => {
   }
 });
 
-test('the default clock is shared within a synchronous run and moves on after an await', async () => {
-  const limiter = fixedWindow({ permitLimit: 1, window: 1 });
+test('the default clock reads performance.now() at each decision', async () => {
+  // A window long enough that a slow machine does not see it end between two calls.
+  const limiter = fixedWindow({ permitLimit: 1, window: 200 });
   limiter.tryAcquire();
-  const first = limiter.tryAcquire();
-  const second = limiter.tryAcquire();
-  assert.equal(first.retryAfterMs, second.retryAfterMs, 'one instant for one synchronous run');
-  await new Promise((resolve) => setTimeout(resolve, 5));
+  const before = performance.now();
+  const rejected = limiter.tryAcquire();
+  assert.equal(rejected.granted, false, 'the window of 200 ms is still open');
+  assert.ok(rejected.retryAfterMs! <= 200, `retry within the window; got ${rejected.retryAfterMs}`);
+  // Read afresh, never a reading kept from earlier in the turn: the clock is at or past a reading taken before.
+  assert.ok(performanceClock.now() >= before, 'performanceClock.now() is monotonic with performance.now()');
+  await new Promise((resolve) => setTimeout(resolve, 210));
   assert.equal(limiter.tryAcquire().granted, true, 'a later turn reads the clock again');
 });
