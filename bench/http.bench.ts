@@ -8,7 +8,8 @@
  *   INSTRUCTIONS=1 npm run bench:http           # instructions per request under callgrind (noise-free)
  *
  * The no-op contenders show what any middleware (Express, Hono) or `onRequest` hook (Fastify) costs in that
- * framework before it does anything. Every limiter keys by client address with a fixed window of one minute; the limit is 10^9 (nothing is
+ * framework before it does anything; 'two fields, no limiter' adds the two draft-10 header fields floodgate
+ * sends, as constants, and no limiting: the cost of the fields alone. Every limiter keys by client address with a fixed window of one minute; the limit is 10^9 (nothing is
  * rejected) or, with HOT=1, 100 (all load comes from 127.0.0.1, so after the first 100 every answer is a 429).
  * How servers are started, loaded (wrk, else autocannon) and compared: bench/http-runner.ts.
  */
@@ -17,6 +18,10 @@ import type { MiddlewareHandler } from 'hono';
 import { built, builtAdapters, listen, runHttpBench, type Variant } from './http-runner.ts';
 
 const HOT = process.env.HOT === '1';
+
+// The two draft-10 fields floodgate sends, as constants: what sending them costs a framework without any limiter.
+const POLICY = '"global";q=1000000000;w=60;pk=:FMmnE8mMBfgjUa2D:';
+const LIMIT_FIELD = '"global";r=999999999;t=60;pk=:FMmnE8mMBfgjUa2D:';
 const LIMIT = HOT ? 100 : 1_000_000_000;
 
 async function variants(): Promise<Variant[]> {
@@ -53,9 +58,16 @@ async function variants(): Promise<Variant[]> {
     app.get('/', (c) => c.text('ok'));
     return createAdaptorServer({ fetch: app.fetch }) as http.Server;
   };
-  const fastifyApp = async (extra: 'none' | 'floodgate' | 'usual' | 'no-op hook') => {
+  const fastifyApp = async (extra: 'none' | 'floodgate' | 'usual' | 'no-op hook' | 'two fields') => {
     const app = Fastify();
     if (extra === 'no-op hook') app.addHook('onRequest', (_request, _reply, done) => done());
+    if (extra === 'two fields') {
+      app.addHook('onRequest', (_request, reply, done) => {
+        reply.header('RateLimit-Policy', POLICY);
+        reply.header('RateLimit', LIMIT_FIELD);
+        done();
+      });
+    }
     if (extra === 'floodgate') await app.register(floodgate.fastify.rateLimiting, { global: global() });
     if (extra === 'usual') await app.register(fastifyRateLimit, { max: LIMIT, timeWindow: 60_000 });
     app.get('/', async () => 'ok');
@@ -76,6 +88,18 @@ async function variants(): Promise<Variant[]> {
 
   return [
     { framework: 'node', name: 'bare', start: () => listen(http.createServer(nodeHandler)) },
+    {
+      framework: 'node',
+      name: 'two fields, no limiter',
+      start: () =>
+        listen(
+          http.createServer((req, res) => {
+            res.setHeader('RateLimit-Policy', POLICY);
+            res.setHeader('RateLimit', LIMIT_FIELD);
+            nodeHandler(req, res);
+          }),
+        ),
+    },
     {
       framework: 'node',
       name: 'floodgate',
@@ -102,6 +126,18 @@ async function variants(): Promise<Variant[]> {
     },
     {
       framework: 'express',
+      name: 'two fields, no limiter',
+      start: () =>
+        listen(
+          expressApp((_req: unknown, res: http.ServerResponse, next: () => void) => {
+            res.setHeader('RateLimit-Policy', POLICY);
+            res.setHeader('RateLimit', LIMIT_FIELD);
+            next();
+          }),
+        ),
+    },
+    {
+      framework: 'express',
       name: 'floodgate',
       start: () => listen(expressApp(floodgate.express.rateLimiting({ global: global() }))),
     },
@@ -122,10 +158,25 @@ async function variants(): Promise<Variant[]> {
     },
     { framework: 'fastify', name: 'bare', start: () => fastifyApp('none') },
     { framework: 'fastify', name: 'no-op hook', start: () => fastifyApp('no-op hook') },
+    { framework: 'fastify', name: 'two fields, no limiter', start: () => fastifyApp('two fields') },
     { framework: 'fastify', name: 'floodgate', start: () => fastifyApp('floodgate') },
     { framework: 'fastify', name: '@fastify/rate-limit', start: () => fastifyApp('usual') },
     { framework: 'hono', name: 'bare', start: () => listen(honoApp()) },
     { framework: 'hono', name: 'no-op middleware', start: () => listen(honoApp((_c, next) => next())) },
+    {
+      framework: 'hono',
+      name: 'two fields, no limiter',
+      start: () =>
+        listen(
+          honoApp((c, next) => {
+            // As floodgate does under node-server: on the node response, which keeps node-server's fast path.
+            const outgoing = (c.env as { outgoing: http.ServerResponse }).outgoing;
+            outgoing.setHeader('RateLimit-Policy', POLICY);
+            outgoing.setHeader('RateLimit', LIMIT_FIELD);
+            return next();
+          }),
+        ),
+    },
     {
       framework: 'hono',
       name: 'floodgate',
