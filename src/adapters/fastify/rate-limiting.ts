@@ -1,12 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { type Decision, RateLimiting } from '../../http/rate-limiting/engine.ts';
-import {
-  holdUntilEnd,
-  isThenable,
-  NodeRequestView,
-  reject,
-  waitSignal,
-} from '../../http/rate-limiting/node-http.ts';
+import { RateLimiting } from '../../http/rate-limiting/engine.ts';
+import { decideOnNode, type NodeAnswers, NodeRequestView } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { Answer } from '../../http/rate-limiting/response.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
@@ -106,22 +100,8 @@ export function rateLimiting(
       next();
       return;
     }
-    const view = new NodeRequestView(request.raw);
-    // A key function that throws fails this request, never the server.
-    let decision: Decision | Promise<Decision>;
-    try {
-      decision = engine.decide(
-        view,
-        limits,
-        limits.mayQueue ? () => waitSignal(request.raw, reply.raw) : noSignal,
-      );
-    } catch (error) {
-      next(error as Error);
-      return;
-    }
-    if (isThenable(decision)) {
-      decision.then((d) => proceed(engine, view, request, reply, d, next), next);
-    } else proceed(engine, view, request, reply, decision, next);
+    const view = new NodeRequestView(request.raw, reply.raw);
+    decideOnNode(engine, limits, view, request, reply, replyAnswers, next as (error?: unknown) => void);
   });
 
   done();
@@ -143,65 +123,13 @@ function routeConfig(request: FastifyRequest): LimitedConfig | undefined {
   return (context?.config ?? request.routeOptions.config) as LimitedConfig | undefined;
 }
 
-function noSignal(): undefined {
-  return undefined;
-}
-
-function proceed(
-  engine: RateLimiting,
-  view: NodeRequestView,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  decision: Decision,
-  next: (error?: Error) => void,
-): void {
-  if (decision.result === 'canceled') return;
-  if (decision.lease !== undefined && !decision.lease.granted) {
-    let done: void | Promise<void>;
-    try {
-      done = reject(
-        engine,
-        view,
-        reply.raw,
-        decision,
-        request,
-        reply,
-        () => reply.sent,
-        (context) => send(reply, context),
-      );
-    } catch (error) {
-      next(error as Error);
-      return;
-    }
-    if (!engine.options.dryRun) {
-      if (isThenable(done)) done.then(undefined, next);
-      return;
-    }
-    if (isThenable(done)) {
-      done.then(() => admit(engine, view, reply, decision, next), next);
-      return;
-    }
-  }
-  admit(engine, view, reply, decision, next);
-}
-
-function admit(
-  engine: RateLimiting,
-  view: NodeRequestView,
-  reply: FastifyReply,
-  decision: Decision,
-  next: () => void,
-): void {
-  if (engine.options.headers.length > 0 && decision.lease !== undefined) {
-    engine.setHeaders(view, decision, reply, setReplyHeader);
-  }
-  holdUntilEnd(engine, reply.raw, decision);
-  next();
-}
-
-function setReplyHeader(reply: FastifyReply, name: string, value: string): void {
-  reply.header(name, value);
-}
+const replyAnswers: NodeAnswers<FastifyReply> = {
+  sent: (reply) => reply.sent,
+  send,
+  header: (reply, name, value) => {
+    reply.header(name, value);
+  },
+};
 
 // Answer through Fastify rather than on the raw response, so onSend/onResponse hooks and the request log see it.
 function send(reply: FastifyReply, answer: Answer): void {

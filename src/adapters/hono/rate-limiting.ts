@@ -37,10 +37,6 @@ type Marked = { [kMarker]?: { engine: RateLimiting; route: RouteLimits } };
 const kDecided: unique symbol = Symbol.for('floodgate.rateLimited') as never;
 type Decided = { [kDecided]?: RouteLimits };
 
-function noSignal(): undefined {
-  return undefined;
-}
-
 function appendHeader(c: Context, name: string, value: string): void {
   c.header(name, value, { append: true });
 }
@@ -65,6 +61,10 @@ class HonoRequestView implements HttpRequest {
 function nodeOutgoing(c: Context): ServerResponse | undefined {
   const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
   return typeof outgoing?.on === 'function' ? outgoing : undefined;
+}
+
+function viewSignal(view: HonoRequestView): AbortSignal | undefined {
+  return waitSignal(view.c);
 }
 
 // Queued requests wait with the request timeout's signal when there is one (it also aborts on disconnect),
@@ -115,7 +115,7 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
     (c as Decided)[kDecided] = route;
     if (route.unlimited) return next();
     const view = new HonoRequestView(c);
-    const pending = engine.decide(view, route, route.mayQueue ? () => waitSignal(c) : noSignal);
+    const pending = engine.decide(view, route, viewSignal);
     if (isThenable(pending)) return pending.then((decision) => decided(view, decision, c, next));
     return decided(view, pending, c, next);
   };

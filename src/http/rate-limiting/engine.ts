@@ -96,14 +96,15 @@ export class RateLimiting {
 
   /**
    * Decides for one request. Without a queue anywhere in the chain (or in dry-run mode, which never holds a
-   * request) the answer is synchronous. `signal` is asked for only when the request may wait: it should abort
-   * when the client goes away or the request times out, which takes the request out of the queue at once.
+   * request) the answer is synchronous. `signal(req)` is asked for only when the request may wait (a function
+   * made once, so deciding allocates no closure): it should abort when the client goes away or the request
+   * times out, which takes the request out of the queue at once.
    * A route on a Redis store is always decided asynchronously (one round trip); memory routes never wait for it.
    */
-  decide(
-    req: HttpRequest,
+  decide<R extends HttpRequest>(
+    req: R,
     route: RouteLimits,
-    signal: () => AbortSignal | undefined,
+    signal: (req: R) => AbortSignal | undefined,
   ): Decision | Promise<Decision> {
     if (route.unlimited) return new Decision(route, undefined, 'acquired');
     const remote = route.remote;
@@ -118,7 +119,7 @@ export class RateLimiting {
     let waiting: Promise<Lease>;
     let abort: AbortSignal | undefined;
     try {
-      abort = signal();
+      abort = signal(req);
       waiting = route.acquire(req, abort);
     } catch (error) {
       waiting = Promise.reject(error);

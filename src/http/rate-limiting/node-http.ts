@@ -13,7 +13,11 @@ import type { RouteLimits } from './route.ts';
 /** The {@link HttpRequest} view of a node request. Nothing is parsed until a key function asks. */
 export class NodeRequestView implements HttpRequest {
   #path: string | undefined;
-  constructor(readonly raw: IncomingMessage) {}
+  constructor(
+    readonly raw: IncomingMessage,
+    /** The response: a queued request leaves its queue when it closes early. */
+    readonly res: ServerResponse,
+  ) {}
 
   get remoteAddress(): string | undefined {
     return this.raw.socket?.remoteAddress;
@@ -55,24 +59,6 @@ export function waitSignal(req: IncomingMessage, res: ServerResponse): AbortSign
   return controller.signal;
 }
 
-/** Sets the rate-limit header fields of an admitted request and holds its lease until the response ends. */
-export function admit(
-  engine: RateLimiting,
-  view: NodeRequestView,
-  res: ServerResponse,
-  decision: Decision,
-): void {
-  if (engine.options.headers.length > 0 && decision.lease !== undefined && !res.headersSent) {
-    engine.setHeaders(view, decision, res, setHeader);
-  }
-  holdUntilEnd(engine, res, decision);
-}
-
-/** `engine.setHeaders`' writer for a node response. */
-export function setHeader(res: ServerResponse, name: string, value: string): void {
-  res.setHeader(name, value);
-}
-
 /** Releases a held lease when the response finishes or the client goes away, whichever comes first. */
 export function holdUntilEnd(engine: RateLimiting, res: ServerResponse, decision: Decision): void {
   if (decision.heldSince < 0) return;
@@ -83,35 +69,6 @@ export function holdUntilEnd(engine: RateLimiting, res: ServerResponse, decision
   const release = (): void => engine.release(decision);
   res.once('close', release);
   res.once('finish', release);
-}
-
-/**
- * Calls `onRejected` (awaited when it returns a promise) and, unless it answered by itself, sends the
- * rejection. Without a hook the answer is written straight from the engine's fields.
- */
-export function reject<Req, Res>(
-  engine: RateLimiting,
-  view: NodeRequestView,
-  res: ServerResponse,
-  decision: Decision,
-  request: Req,
-  response: Res,
-  sent: () => boolean,
-  write: (answer: Answer) => void,
-): void | Promise<void> {
-  const hook = decision.route.onRejected;
-  if (hook === undefined) {
-    if (!engine.options.dryRun) write(engine.rejection(view, decision));
-    return;
-  }
-  const context = engine.rejectedContext(view, decision, request, response);
-  const outcome = hook(context);
-  const finish = (): void => {
-    if (engine.options.dryRun || sent() || res.destroyed) return;
-    write(context);
-  };
-  if (isThenable(outcome)) return Promise.resolve(outcome).then(finish);
-  finish();
 }
 
 /** Writes a rejection on a plain node response. */
@@ -127,20 +84,35 @@ export function writeRejection(res: ServerResponse, answer: Answer): void {
   res.end(answer.body);
 }
 
-function noSignal(): undefined {
-  return undefined;
-}
-
 export function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }
 
 /**
- * Decides one node:http request (node and Express adapters alike) and continues: `next()` when admitted (headers
- * set, a held permit watched), the rejection written when not, `next(error)` when the key function or
- * `onRejected` throws — a bad request fails itself, never the server. A canceled request (the client left the
- * queue) gets nothing.
+ * How one framework answers on node responses (`Res` is its response: `ServerResponse`, Fastify's reply). Static
+ * functions, so that deciding a request allocates nothing for them.
  */
+export interface NodeAnswers<Res> {
+  /** Whether something was sent already (an `onRejected` hook may answer by itself). */
+  sent(response: Res): boolean;
+  /** Sends a rejection. */
+  send(response: Res, answer: Answer): void;
+  /** Sets one header field of an admitted request. */
+  header(response: Res, name: string, value: string): void;
+}
+
+/** `engine.setHeaders`' writer for a node response. */
+export function setHeader(res: ServerResponse, name: string, value: string): void {
+  res.setHeader(name, value);
+}
+
+const plainAnswers: NodeAnswers<ServerResponse> = {
+  sent: (res) => res.headersSent,
+  send: writeRejection,
+  header: setHeader,
+};
+
+/** Decides one node:http or Express request and continues: see {@link decideOnNode}. */
 export function decideAndContinue(
   engine: RateLimiting,
   route: RouteLimits,
@@ -148,23 +120,46 @@ export function decideAndContinue(
   res: ServerResponse,
   next: (error?: unknown) => void,
 ): void {
-  const view = new NodeRequestView(req);
+  decideOnNode(engine, route, new NodeRequestView(req, res), req, res, plainAnswers, next);
+}
+
+/**
+ * Decides one request on node's `IncomingMessage` (node:http, Express and Fastify alike) and continues: `next()`
+ * when admitted (headers set, a held permit watched), the rejection sent when not, `next(error)` when the key
+ * function or `onRejected` throws — a bad request fails itself, never the server. A canceled request (the client
+ * left the queue) gets nothing. `request` and `response` are what `onRejected` sees.
+ */
+export function decideOnNode<Req, Res>(
+  engine: RateLimiting,
+  route: RouteLimits,
+  view: NodeRequestView,
+  request: Req,
+  response: Res,
+  answers: NodeAnswers<Res>,
+  next: (error?: unknown) => void,
+): void {
   let decision: Decision | Promise<Decision>;
   try {
-    decision = engine.decide(view, route, route.mayQueue ? () => waitSignal(req, res) : noSignal);
+    decision = engine.decide(view, route, viewSignal);
   } catch (error) {
     next(error);
     return;
   }
-  if (isThenable(decision)) decision.then((d) => proceed(engine, view, req, res, d, next), next);
-  else proceed(engine, view, req, res, decision, next);
+  if (isThenable(decision)) {
+    decision.then((d) => proceed(engine, view, request, response, answers, d, next), next);
+  } else proceed(engine, view, request, response, answers, decision, next);
 }
 
-function proceed(
+function viewSignal(view: NodeRequestView): AbortSignal {
+  return waitSignal(view.raw, view.res);
+}
+
+function proceed<Req, Res>(
   engine: RateLimiting,
   view: NodeRequestView,
-  req: IncomingMessage,
-  res: ServerResponse,
+  request: Req,
+  response: Res,
+  answers: NodeAnswers<Res>,
   decision: Decision,
   next: (error?: unknown) => void,
 ): void {
@@ -172,16 +167,7 @@ function proceed(
   if (decision.lease !== undefined && !decision.lease.granted) {
     let done: void | Promise<void>;
     try {
-      done = reject(
-        engine,
-        view,
-        res,
-        decision,
-        req,
-        res,
-        () => res.headersSent,
-        (context) => writeRejection(res, context),
-      );
+      done = reject(engine, view, request, response, answers, decision);
     } catch (error) {
       next(error);
       return;
@@ -192,12 +178,53 @@ function proceed(
     }
     if (isThenable(done)) {
       done.then(() => {
-        admit(engine, view, res, decision);
+        admit(engine, view, response, answers, decision);
         next();
       }, next);
       return;
     }
   }
-  admit(engine, view, res, decision);
+  admit(engine, view, response, answers, decision);
   next();
+}
+
+/** Sets the rate-limit header fields of an admitted request and holds its lease until the response ends. */
+function admit<Res>(
+  engine: RateLimiting,
+  view: NodeRequestView,
+  response: Res,
+  answers: NodeAnswers<Res>,
+  decision: Decision,
+): void {
+  if (engine.options.headers.length > 0 && decision.lease !== undefined && !answers.sent(response)) {
+    engine.setHeaders(view, decision, response, answers.header);
+  }
+  holdUntilEnd(engine, view.res, decision);
+}
+
+/**
+ * Calls `onRejected` (awaited when it returns a promise) and, unless it answered by itself, sends the
+ * rejection. Without a hook the answer is sent straight from the engine's fields.
+ */
+function reject<Req, Res>(
+  engine: RateLimiting,
+  view: NodeRequestView,
+  request: Req,
+  response: Res,
+  answers: NodeAnswers<Res>,
+  decision: Decision,
+): void | Promise<void> {
+  const hook = decision.route.onRejected;
+  if (hook === undefined) {
+    if (!engine.options.dryRun) answers.send(response, engine.rejection(view, decision));
+    return;
+  }
+  const context = engine.rejectedContext(view, decision, request, response);
+  const outcome = hook(context);
+  const finish = (): void => {
+    if (engine.options.dryRun || answers.sent(response) || view.res.destroyed) return;
+    answers.send(response, context);
+  };
+  if (isThenable(outcome)) return Promise.resolve(outcome).then(finish);
+  finish();
 }
