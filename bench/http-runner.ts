@@ -150,22 +150,27 @@ async function compareThroughput(options: RunOptions): Promise<void> {
     }
     console.log(
       `\n${options.title}: requests/s, median of ${rounds} alternating rounds of ${duration} s, ` +
-        `${connections} connections, ${generator}, Node ${process.version}, ${cpus().length} CPUs`,
+        `${connections} connections, ${generator}, Node ${process.version}, ${cpus().length} CPUs. ` +
+        "'% of bare' is the median of each round's ratio to bare in the same round, with the middle half of the " +
+        'rounds in brackets: the machine speeds up and slows down between rounds, and the two measured ' +
+        'side by side move together',
     );
     console.log(
-      'framework contender                  req/s   % of bare   server CPU µs/req   % of bare cost   non-2xx',
+      'framework contender                  req/s   % of bare  (middle half)   server CPU µs/req   % of bare cost   non-2xx',
     );
     for (const framework of frameworks) {
       const group = chosen.filter((v) => v.framework === framework);
       const bareVariant = group.find((v) => v.name === 'bare')!;
-      const bare = median(samples.get(bareVariant)!);
-      const bareCpu = median(cpu.get(bareVariant)!);
+      const bareRounds = samples.get(bareVariant)!;
+      const bareCpuRounds = cpu.get(bareVariant)!;
       for (const v of group) {
-        const m = median(samples.get(v)!);
-        const c = median(cpu.get(v)!);
+        const ratios = samples.get(v)!.map((x, i) => (100 * x) / bareRounds[i]);
+        const costRatios = cpu.get(v)!.map((c, i) => (100 * bareCpuRounds[i]) / c);
+        const [low, high] = middleHalf(ratios);
         console.log(
-          `${framework.padEnd(9)} ${v.name.padEnd(23)} ${m.toFixed(0).padStart(8)} ${((100 * m) / bare).toFixed(1).padStart(9)} %` +
-            ` ${c.toFixed(1).padStart(13)} µs ${((100 * bareCpu) / c).toFixed(1).padStart(13)} %` +
+          `${framework.padEnd(9)} ${v.name.padEnd(23)} ${median(samples.get(v)!).toFixed(0).padStart(8)}` +
+            ` ${median(ratios).toFixed(1).padStart(9)} %  ${`(${low.toFixed(0)}–${high.toFixed(0)} %)`.padStart(13)}` +
+            ` ${median(cpu.get(v)!).toFixed(1).padStart(13)} µs ${median(costRatios).toFixed(1).padStart(13)} %` +
             ` ${String(rejected.get(v)).padStart(9)}`,
         );
       }
@@ -272,6 +277,13 @@ function cpuOf(child: ChildProcess): Promise<number> {
     child.once('message', (m: { cpu: number }) => resolve(m.cpu));
     child.send('cpu');
   });
+}
+
+/** The first and third quartiles: where the middle half of the values lie. */
+function middleHalf(values: number[]): [number, number] {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+  return [at(0.25), at(0.75)];
 }
 
 export function median(values: number[]): number {

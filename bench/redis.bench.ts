@@ -152,9 +152,21 @@ try {
   });
   rlr.init({ windowMs: 60_000 } as never);
   const RAW = 'raw EVALSHA, fixed-window script (PTTL, INCR)';
+  // floodgate's own Lua, called as a user would call any Function: what the library around it costs is the
+  // difference between this row and the per-call one.
+  const loneSpec = specText(
+    fixedWindow({ permitLimit: limit, window: 60_000 }).algorithm,
+    false,
+    1000,
+    30_000,
+  );
   const contenders: [string, Decide][] = [
     [RAW, (k) => client.evalsha(rawSha, 1, `raw:${k}`, '60000')],
     ['raw EVALSHA, INCR + PEXPIRE only', (k) => client.evalsha(incrSha, 1, `incr:${k}`, '60000')],
+    [
+      "floodgate's Lua by plain FCALL (no library)",
+      (k) => client.call('FCALL', DECIDE_SCRIPT.fn, '1', `lua:${k}`, '1', loneSpec),
+    ],
     ['floodgate fixedWindow, per call', (k) => fgPerCall.tryAcquire(k)],
     ['floodgate fixedWindow, coalesced', (k) => fgCoalesced.tryAcquire(k)],
     ['floodgate chain of 2, per call', (k) => chainPerCall.tryAcquire(k)],

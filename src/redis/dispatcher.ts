@@ -70,7 +70,9 @@ export class Dispatcher {
 
   /** Sends `request`: now without coalescing, else with the other requests of this tick (per slot). */
   send(request: Request): void {
-    if (!this.coalesce) {
+    // With nothing in flight and nothing gathered, waiting for the tick's end only delays this decision: go now,
+    // and the ones issued after it in this tick gather behind it (one decision at a time is never held back).
+    if (!this.coalesce || (this.outstanding === 0 && !this.scheduled)) {
       this.call([request]);
       return;
     }

@@ -1,7 +1,8 @@
 /**
- * The dispatcher without a server: decisions issued in one tick share one script call per slot, in order; a call
- * that does not answer in time fails every decision in it with StoreUnavailableError, and a late answer is
- * ignored; a failure becomes StoreUnavailableError too. The request encoding: short form for the common request.
+ * The dispatcher without a server: a decision issued while none is in flight goes at once, the others issued in
+ * one tick share one script call per slot, in order; a call that does not answer in time fails every decision
+ * in it with StoreUnavailableError, and a late answer is ignored; a failure becomes StoreUnavailableError too.
+ * The request encoding: short form for the common request.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -33,31 +34,45 @@ function fakeRunner(cluster: boolean): ScriptRunner & { calls: Call[] } {
   };
 }
 
-test('decisions issued in one tick go in one call, in order, and each gets its own reply', async () => {
+test('a decision issued while nothing is in flight goes at once; the rest of its tick follows in one call, in order', async () => {
   const runner = fakeRunner(false);
   const dispatcher = new Dispatcher(runner, 1000, true);
   const replies = [0, 1, 2].map((i) => dispatcher.request([`k${i}`], ['t', '1', '1', '', `a${i}`]));
+  assert.deepEqual(
+    runner.calls.map((c) => c.keys),
+    [['k0']],
+    'the first is not held back until the end of the tick',
+  );
   await new Promise((r) => setImmediate(r));
-  assert.equal(runner.calls.length, 1);
-  assert.deepEqual(runner.calls[0].keys, ['k0', 'k1', 'k2']);
-  assert.deepEqual(runner.calls[0].args.slice(0, 6), ['3', 't', '1', '1', '', 'a0']);
-  runner.calls[0].answer('r0;r1,x;r2');
+  assert.deepEqual(
+    runner.calls.map((c) => c.keys),
+    [['k0'], ['k1', 'k2']],
+  );
+  assert.deepEqual(runner.calls[1].args.slice(0, 6), ['2', 't', '1', '1', '', 'a1']);
+  runner.calls[0].answer('r0');
+  runner.calls[1].answer('r1,x;r2');
   assert.deepEqual(await Promise.all(replies), ['r0', 'r1,x', 'r2']);
+  // Answered, nothing is in flight again: the next decision goes at once too.
+  const again = dispatcher.request(['k3'], ['t']);
+  assert.equal(runner.calls.length, 3);
+  runner.calls[2].answer('r3');
+  assert.equal(await again, 'r3');
 });
 
 test('a tick with many decisions is split so Redis decides one part while the next is gathered', async () => {
   const runner = fakeRunner(false);
   const dispatcher = new Dispatcher(runner, 1000, true);
   const replies = Array.from({ length: 40 }, (_, i) => dispatcher.request([`k${i}`], ['fw:1:1::0:1:1']));
-  // A part goes as soon as it is as large as what Redis is deciding (and at least 16); the rest at the tick's end.
+  // The first goes at once (nothing in flight); then a part goes as soon as it is as large as what Redis is
+  // deciding (and at least 16); the rest at the tick's end.
   assert.deepEqual(
     runner.calls.map((c) => c.keys.length),
-    [16, 16],
+    [1, 16, 17],
   );
   await new Promise((r) => setImmediate(r));
   assert.deepEqual(
     runner.calls.map((c) => c.keys.length),
-    [16, 16, 8],
+    [1, 16, 17, 6],
   );
   assert.deepEqual(
     runner.calls.flatMap((c) => c.keys),
@@ -76,14 +91,18 @@ test('in Cluster mode a tick is split per slot; without coalescing every decisio
   const dispatcher = new Dispatcher(runner, 1000, true);
   const keys = ['{a}x', '{b}x', '{a}y'];
   assert.notEqual(keySlot(keys[0]), keySlot(keys[1]));
+  // One decision in flight already: the whole tick is gathered.
+  const first = dispatcher.request(['{c}z'], ['t']);
   const replies = keys.map((k) => dispatcher.request([k], ['t']));
   await new Promise((r) => setImmediate(r));
   assert.deepEqual(
     runner.calls.map((c) => c.keys),
-    [['{a}x', '{a}y'], ['{b}x']],
+    [['{c}z'], ['{a}x', '{a}y'], ['{b}x']],
   );
-  runner.calls[0].answer('a1;a2');
-  runner.calls[1].answer('b1');
+  runner.calls[0].answer('c1');
+  runner.calls[1].answer('a1;a2');
+  runner.calls[2].answer('b1');
+  assert.equal(await first, 'c1');
   assert.deepEqual(await Promise.all(replies), ['a1', 'b1', 'a2']);
   const single = fakeRunner(false);
   const plain = new Dispatcher(single, 1000, false);
