@@ -29,7 +29,8 @@ export interface Request {
 
 /** A script call in flight. */
 interface Call {
-  readonly requests: Request[];
+  /** Emptied when settled: an answered call must not keep its decisions (and their leases) alive. */
+  requests: Request[];
   /** `performance.now()` past which its requests fail. */
   readonly deadline: number;
   settled: boolean;
@@ -39,6 +40,9 @@ interface Call {
 const MAX_BATCH = 128;
 // Below this a batch is not split early: a call's own cost would outweigh the overlap.
 const MIN_SPLIT = 16;
+const NONE: Request[] = [];
+// What an emptied slot of the calls in flight holds: one object, so the array keeps one element kind.
+const SETTLED: Call = { requests: NONE, deadline: 0, settled: true };
 
 /**
  * Sends decisions to Redis with a deadline of its own per call (independent of the client's timeouts or its
@@ -49,7 +53,15 @@ const MIN_SPLIT = 16;
  * calls in flight are in deadline order and the timer only ever waits for the oldest one.
  */
 export class Dispatcher {
+  /**
+   * The group gathering per slot. Entries are replaced, never deleted or cleared: `Map#clear` (and the rehash a
+   * delete can cause) leaves the old table linked to its successor with its entries in it, so once one table was
+   * promoted every later one, with the decisions of its groups, survived each young collection (coalesced:
+   * 1.6–3 MB copied per scavenge, 6–9 ms pauses, and a p99 of 7–12 ms at 64 in flight).
+   */
   private readonly groups = new Map<number, Request[]>();
+  /** Slots whose group gathered something this tick (a slot may appear twice: its group is then empty). */
+  private pending: number[] = [];
   private scheduled = false;
   /**
    * Calls in flight from `head` on, oldest (first deadline) first; answered ones leave when they reach the head.
@@ -78,17 +90,18 @@ export class Dispatcher {
     }
     const slot = this.runner.cluster ? keySlot(request.key) : 0;
     let group = this.groups.get(slot);
-    if (!group) {
+    if (group === undefined) {
       group = [];
       this.groups.set(slot, group);
     }
+    if (group.length === 0) this.pending.push(slot);
     group.push(request);
     // A group as large as what Redis is deciding now goes at once rather than at the end of the tick: Redis
     // decides it while this process answers the rest and gathers the next batch. One batch for everything in
     // flight leaves one side idle while the other works (this process was idle 44 % of the time at 64 in
     // flight).
     if (group.length >= MAX_BATCH || (group.length >= MIN_SPLIT && group.length >= this.outstanding)) {
-      this.groups.delete(slot);
+      this.groups.set(slot, []);
       this.call(group);
     } else if (!this.scheduled) {
       this.scheduled = true;
@@ -112,8 +125,14 @@ export class Dispatcher {
 
   private flush(): void {
     this.scheduled = false;
-    for (const group of this.groups.values()) this.call(group);
-    this.groups.clear();
+    const pending = this.pending;
+    this.pending = [];
+    for (const slot of pending) {
+      const group = this.groups.get(slot)!;
+      if (group.length === 0) continue;
+      this.groups.set(slot, []);
+      this.call(group);
+    }
   }
 
   private call(requests: Request[]): void {
@@ -165,15 +184,20 @@ export class Dispatcher {
 
   private failed(call: Call, error: StoreUnavailableError): void {
     if (call.settled) return;
+    const requests = call.requests;
     this.settle(call);
-    for (const r of call.requests) r.fail(error);
+    for (const r of requests) r.fail(error);
   }
 
   private settle(call: Call): void {
     call.settled = true;
     this.outstanding -= call.requests.length;
+    call.requests = NONE;
+    // Slots behind the head are emptied as it passes: with calls always in flight the array is rarely empty, and
+    // answered calls kept in it kept thousands of decisions, leases and promises alive, each young collection
+    // copying them (coalesced at 64 in flight: scavenges of 3–6 MB, 8 ms on average, the decisions' p99).
     const queue = this.queue;
-    while (this.head < queue.length && queue[this.head].settled) this.head++;
+    while (this.head < queue.length && queue[this.head].settled) queue[this.head++] = SETTLED;
     if (this.head === queue.length) {
       queue.length = 0;
       this.head = 0;

@@ -23,7 +23,10 @@ export interface RedisStoreOptions {
   onUnavailable?: UnavailablePolicy;
   /** After a failure, decisions skip Redis (straight to `onUnavailable`) for this long, then try it again. Default 500 ms. */
   retryIntervalMs?: Duration;
-  /** Gather the decisions issued in one tick into one script call per node (per slot in Cluster). Default true. */
+  /**
+   * Gather the decisions issued in one tick into one script call per node (per slot in Cluster); one issued while
+   * nothing is in flight goes at once. Default true.
+   */
   coalesce?: boolean;
   /** A concurrency lease not renewed for this long is dropped (its process died). Renewed every third of it. Default 30 s. */
   leaseTtlMs?: Duration;
