@@ -91,9 +91,19 @@ export function clientIp(options: ClientIpOptions = {}): (req: HttpRequest) => s
   );
   const addresses = new AddressParser(ranges, ipv6Subnet);
 
+  // The last peer's parse, by its address text: requests come in runs from one connection (keep-alive, bursts),
+  // and node hands out the same string for every request of a socket.
+  let lastPeerText: string | undefined;
+  let lastPeer: Parsed | undefined;
   const peerOf = (req: HttpRequest): Parsed | undefined => {
-    const text = req.remoteAddress === undefined ? undefined : bareAddress(req.remoteAddress);
-    return text === undefined ? undefined : addresses.parse(text);
+    const raw = req.remoteAddress;
+    if (raw === undefined) return undefined;
+    if (raw === lastPeerText) return lastPeer;
+    const text = bareAddress(raw);
+    const parsed = text === undefined ? undefined : addresses.parse(text);
+    lastPeerText = raw;
+    lastPeer = parsed;
+    return parsed;
   };
 
   if (trustedProxies === undefined && !trustedHops) {
