@@ -6,6 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import type { ScriptRunner } from '../../src/redis/client.ts';
 import { Dispatcher, StoreUnavailableError } from '../../src/redis/dispatcher.ts';
 import { encodeRequest, type MemberCall, type Op } from '../../src/redis/protocol.ts';
@@ -110,6 +112,38 @@ test('in Cluster mode a tick is split per slot; without coalescing every decisio
   plain.request(['y'], ['t']).catch(() => {});
   assert.equal(single.calls.length, 2);
 });
+
+test('an answered call keeps none of its decisions alive while older calls are still in flight', async () => {
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc') as () => void;
+  const runner = fakeRunner(false);
+  const dispatcher = new Dispatcher(runner, 60_000, false);
+  // The oldest call never answers: the calls in flight are never empty, as under steady load.
+  dispatcher.request(['stuck'], ['t']).catch(() => {});
+  // Sent from a function of their own, so that no register of this (suspended) test holds the last one.
+  const answered = sendMany(dispatcher, 50);
+  for (const call of runner.calls.slice(1)) call.answer('ok');
+  await new Promise((r) => setImmediate(r));
+  gc();
+  const alive = answered.filter((r) => r.deref() !== undefined).length;
+  assert.equal(alive, 0, `${alive} of 50 answered decisions still reachable`);
+});
+
+function sendMany(dispatcher: Dispatcher, count: number): WeakRef<object>[] {
+  const refs: WeakRef<object>[] = [];
+  for (let i = 0; i < count; i++) {
+    const request = {
+      key: `k${i}`,
+      keysTo: (out: string[]) => out.push(`k${i}`),
+      argsTo: (out: string[]) => out.push('t'),
+      answer: () => {},
+      fail: () => {},
+    };
+    refs.push(new WeakRef(request));
+    dispatcher.send(request);
+  }
+  return refs;
+}
 
 test('a call past its deadline fails its decisions with StoreUnavailableError; a late answer is ignored', async () => {
   const runner = fakeRunner(false);
