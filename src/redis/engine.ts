@@ -216,14 +216,15 @@ export class Engine {
     now: string,
   ): void {
     const members = binding.members;
-    if (members.length === 1 && !blockedFirst && leaseId === '' && members[0].origin === '') {
-      // The common request (a lone member, nothing but its settings): no MemberCall to build.
-      const m = members[0];
-      if (!encodeLone(args, op, permits, now, this.specOf(m.spec))) {
-        encodeRequest(args, op, permits, now, [
-          { key: m.key, spec: this.specOf(m.spec), origin: '', blocked: false, lease: '' },
-        ]);
-      }
+    // The common request (a lone member, nothing but its settings, a try or a queued attempt): no MemberCall to
+    // build. Any other op takes the general encoding below.
+    if (
+      members.length === 1 &&
+      !blockedFirst &&
+      leaseId === '' &&
+      members[0].origin === '' &&
+      encodeLone(args, op, permits, now, this.specOf(members[0].spec))
+    ) {
       return;
     }
     const calls: MemberCall[] = new Array(members.length);
