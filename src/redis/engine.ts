@@ -189,7 +189,7 @@ export class Engine {
   answered(d: Decision, reply: string): Decided {
     const decided = this.toLease(d.binding, reply.split(','), d.op, d.permits, d.reason, d.leaseId);
     if (d.cacheKey === '') return decided;
-    if (d.cacheKey !== '' && !decided.lease.granted && decided.lease.retryAfterMs! > 0 && d.permits > 0) {
+    if (!decided.lease.granted && decided.lease.retryAfterMs! > 0 && d.permits > 0) {
       this.blockedUntil.set(d.cacheKey, {
         until: performance.now() + decided.lease.retryAfterMs!,
         lease: decided.lease,
