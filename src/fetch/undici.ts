@@ -13,8 +13,19 @@ type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
 type Headers = Record<string, string | string[] | undefined>;
 
-/** An undici interceptor that also reports what it counted. */
-export interface RateLimitInterceptor extends Dispatcher.DispatcherComposeInterceptor {
+/**
+ * undici's dispatch function (`Dispatcher.Dispatch`) by its shape. The public types name no undici type, so
+ * floodgate/fetch type-checks without undici (an optional peer) installed; undici's `Dispatch` and this one are
+ * assignable to each other, so `agent.compose(rateLimitInterceptor(…))` type-checks where undici is.
+ */
+export type DispatchFunction = (
+  options: { origin?: string | URL; path: string; method: string },
+  handler: object,
+) => boolean;
+
+/** An undici interceptor (`Dispatcher.DispatcherComposeInterceptor`) that also reports what it counted. */
+export interface RateLimitInterceptor {
+  (dispatch: DispatchFunction): DispatchFunction;
   /** Calls sent, limited locally and paused by the server, since creation (a copy). */
   readonly statistics: ClientStatistics;
   /** Milliseconds before `key` (an origin, by default) may call again after a server's pause; 0 if none. */
@@ -64,7 +75,7 @@ export function rateLimitInterceptor(options: ClientOptions): RateLimitIntercept
       // The request is ours now, queued or sent: the dispatcher can take more.
       return true;
     };
-  return Object.defineProperties(interceptor as RateLimitInterceptor, {
+  return Object.defineProperties(interceptor as unknown as RateLimitInterceptor, {
     statistics: { get: () => ({ ...gate.statistics }), enumerable: true },
     pausedFor: { value: (key: string) => gate.pauses?.remaining(key) ?? 0 },
   });
