@@ -3,6 +3,8 @@
  * registered, every instrument here is a no-op and costs one property read per call.
  */
 
+import { createRequire } from 'node:module';
+
 /** Attributes attached to a measurement. */
 export type Attributes = Record<string, string | number | boolean>;
 
@@ -21,11 +23,22 @@ interface MeterLike {
   createHistogram(name: string, options?: object): Histogram;
 }
 
-let api: { metrics: { getMeter(name: string, version?: string): MeterLike } } | undefined;
-try {
-  api = (await import('@opentelemetry/api')) as unknown as typeof api;
-} catch {
-  api = undefined;
+interface Api {
+  metrics: { getMeter(name: string, version?: string): MeterLike };
+}
+
+/**
+ * `@opentelemetry/api`, or undefined when it is not installed. Loaded synchronously on first use: a top-level
+ * `await import()` would make every entry point an async module, which `require()` refuses
+ * (ERR_REQUIRE_ASYNC_MODULE). Its CommonJS build may be a second copy beside the ESM one an application
+ * imports; both keep the registered MeterProvider in one global slot, so either sees the application's SDK.
+ */
+function loadApi(): Api | undefined {
+  try {
+    return createRequire(import.meta.url)('@opentelemetry/api') as Api;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -62,6 +75,7 @@ let instruments: Instruments | undefined;
 /** The instruments, created on first call (no-ops without `@opentelemetry/api`). */
 export function telemetry(): Instruments {
   if (instruments) return instruments;
+  const api = loadApi();
   if (!api) {
     instruments = {
       requests: noop,

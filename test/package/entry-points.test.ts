@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { consumer, type Packed, pack, repo, run, tsc } from './packed.ts';
+
+const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as {
+  exports: Record<string, unknown>;
+};
+const entryPoints = Object.keys(pkg.exports).map((subpath) => `floodgate${subpath.slice(1)}`);
+
+let packed: Packed;
+before(async () => {
+  packed = await pack();
+});
+after(() => packed?.remove());
+
+/** The names an entry point exports, loaded in a child process of this Node by `require` or by `import`. */
+async function exportedNames(dir: string, specifier: string, how: 'require' | 'import'): Promise<string[]> {
+  const json = specifier.endsWith('.json') ? ", { with: { type: 'json' } }" : '';
+  const load =
+    how === 'require'
+      ? `require(${JSON.stringify(specifier)})`
+      : `await import(${JSON.stringify(specifier)}${json})`;
+  const script = `const m = ${load}; console.log(JSON.stringify(Object.keys(m).filter((k) => k !== 'default' && k !== 'module.exports').sort()))`;
+  const args = how === 'require' ? ['-e', script] : ['--input-type=module', '-e', script];
+  const { stdout } = await run(process.execPath, args, { cwd: dir });
+  return JSON.parse(stdout) as string[];
+}
+
+test(`every entry point loads by require() and by import on Node ${process.versions.node}, with no optional peer installed`, async () => {
+  // ipaddr.js is the one dependency; express, fastify, hono, ioredis, redis, undici and @opentelemetry/api are not there.
+  const dir = await consumer(packed, 'bare', { type: 'commonjs' }, ['ipaddr.js']);
+  assert.ok(entryPoints.length >= 9, `exports lists ${entryPoints.length} entry points`);
+  for (const specifier of entryPoints) {
+    const imported = await exportedNames(dir, specifier, 'import');
+    const required = await exportedNames(dir, specifier, 'require');
+    if (specifier === 'floodgate/package.json') continue; // loaded both ways; a JSON module has only a default
+    assert.ok(imported.length > 0, `${specifier} exports something`);
+    assert.deepEqual(required, imported, `${specifier}: the same names by require() and by import`);
+  }
+});
+
+test('a CommonJS TypeScript project (module: nodenext) type-checks against the types and runs', async () => {
+  const dir = await consumer(packed, 'cjs-ts', { type: 'commonjs' }, ['ipaddr.js', '@types/node']);
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        target: 'es2022',
+        strict: true,
+        skipLibCheck: false,
+        types: ['node'],
+        outDir: 'out',
+      },
+      files: ['main.ts'],
+    }),
+  );
+  writeFileSync(
+    join(dir, 'main.ts'),
+    [
+      "import { createServer } from 'node:http';",
+      "import { chain, concurrency, fixedWindow, partitioned } from 'floodgate';",
+      "import { clientIp } from 'floodgate/http';",
+      "import { rateLimiting } from 'floodgate/node';",
+      "import { rateLimitedFetch } from 'floodgate/fetch';",
+      '',
+      "const perClient = partitioned({ key: (ip: string) => ip, limiter: fixedWindow({ permitLimit: 2, window: '1m' }) });",
+      'const limits = chain(perClient, concurrency({ permitLimit: 10 }));',
+      "const grants = [1, 2, 3].map(() => limits.tryAcquire('10.0.0.1').granted);",
+      'const limit = rateLimiting({ global: partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: 1, window: 1000 }) }) });',
+      "const server = createServer(limit((_req, res) => { res.end('ok'); }));",
+      "const fetchLimited = rateLimitedFetch({ limiter: fixedWindow({ permitLimit: 1, window: '1s' }) });",
+      "console.log(JSON.stringify({ grants, server: typeof server.listen, fetch: typeof fetchLimited, cjs: typeof require === 'function' }));",
+      '',
+    ].join('\n'),
+  );
+  await run(tsc, ['-p', dir]).catch((error) => assert.fail(`tsc: ${error.stdout}`));
+  const { stdout } = await run(process.execPath, [join(dir, 'out', 'main.js')], { cwd: dir });
+  assert.deepEqual(JSON.parse(stdout), {
+    grants: [true, true, false],
+    server: 'function',
+    fetch: 'function',
+    cjs: true,
+  });
+});
+
+test('with undici installed, the interceptor composes onto an undici Agent, typed by undici', async () => {
+  const dir = await consumer(packed, 'undici-ts', { type: 'module' }, ['ipaddr.js', '@types/node', 'undici']);
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        module: 'nodenext',
+        target: 'es2022',
+        strict: true,
+        skipLibCheck: false,
+        types: ['node'],
+        outDir: 'out',
+      },
+      files: ['main.ts'],
+    }),
+  );
+  writeFileSync(
+    join(dir, 'main.ts'),
+    [
+      "import { Agent, type Dispatcher } from 'undici';",
+      "import { tokenBucket } from 'floodgate';",
+      "import { rateLimitInterceptor } from 'floodgate/fetch';",
+      '',
+      "const interceptor = rateLimitInterceptor({ limiter: tokenBucket({ tokenLimit: 5, tokensPerPeriod: 5, period: '1s' }) });",
+      'const typed: Dispatcher.DispatcherComposeInterceptor = interceptor;',
+      'const agent: Dispatcher = new Agent().compose(interceptor, typed);',
+      'console.log(JSON.stringify({ agent: typeof agent.dispatch, sent: interceptor.statistics.sent }));',
+      'await agent.close();',
+      '',
+    ].join('\n'),
+  );
+  await run(tsc, ['-p', dir]).catch((error) => assert.fail(`tsc: ${error.stdout}`));
+  const { stdout } = await run(process.execPath, [join(dir, 'out', 'main.js')], { cwd: dir });
+  assert.deepEqual(JSON.parse(stdout), { agent: 'function', sent: 0 });
+});
