@@ -38,7 +38,7 @@ export class UsageError extends Error {
 export const USAGE = `Usage: floodgate <command> [options]
 
 Commands:
-  tour [chapter...]                   live rate-limiting and timeout experiments against local servers
+  tour [chapter...] [--html <file>]   live rate-limiting and timeout experiments against local servers
   burst <url> [options]               fire requests at a URL and show what came back
   help [command]                      this text, or a command's options
 
@@ -46,15 +46,17 @@ Options:
   -h, --help       show help
   -V, --version    show the version`;
 
-export const TOUR_USAGE = `Usage: floodgate tour [chapter...]
+export const TOUR_USAGE = `Usage: floodgate tour [chapter...] [--html <file>]
 
 Replays the classic rate-limiting experiments, then request timeouts, against local servers on free ports
-(node:http, the in-memory store, real HTTP requests), and explains each result..
+(node:http, the in-memory store, real HTTP requests), and explains each result. Chapters 3, 4 and 9 draw what
+was measured as charts on a time axis.
 
 Arguments:
   chapter            chapter numbers to run (default: all)
 
 Options:
+  --html <file>      also write the charts to <file>, a self-contained HTML page
   -h, --help         show this help`;
 
 export const BURST_USAGE = `Usage: floodgate burst <url> [options]
@@ -144,6 +146,7 @@ function parse(where: 'tour' | 'burst', args: readonly string[], options: Spec) 
 
 function parseTour(args: readonly string[], chapterCount: number): Command {
   const { values, positionals } = parse('tour', args, {
+    html: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (values.help === true) return { kind: 'help', topic: 'tour' };
@@ -161,7 +164,9 @@ function parseTour(args: readonly string[], chapterCount: number): Command {
     }
     if (!chapters.includes(n)) chapters.push(n);
   }
-  return { kind: 'tour', chapters: chapters.length > 0 ? chapters : undefined };
+  const html = values.html as string | undefined;
+  if (html === '') throw new UsageError('tour: --html needs a file name', 'tour');
+  return { kind: 'tour', chapters: chapters.length > 0 ? chapters : undefined, html };
 }
 
 function parseBurst(args: readonly string[]): Command {

@@ -34,7 +34,7 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(`floodgate ${version()}\n`);
       return 0;
     case 'tour':
-      await runTour(command.chapters);
+      await runTour(command.chapters, command.html, version());
       return 0;
     case 'burst':
       return (await runBurst(command.options)).code;

@@ -83,8 +83,8 @@ describe('parseCommand()', () => {
   });
 
   test('tour: chapters by number', () => {
-    assert.deepEqual(parse('tour'), { kind: 'tour', chapters: undefined });
-    assert.deepEqual(parse('tour', '9', '3', '3'), { kind: 'tour', chapters: [9, 3] });
+    assert.deepEqual(parse('tour'), { kind: 'tour', chapters: undefined, html: undefined });
+    assert.deepEqual(parse('tour', '9', '3', '3'), { kind: 'tour', chapters: [9, 3], html: undefined });
   });
 
   test('every bad argument says what is wrong', () => {
