@@ -62,7 +62,9 @@ export function print(text = ''): void {
 /** Sets the progress line (TTY only; elsewhere it would only clutter a log). */
 export function setProgress(text: string): void {
   if (!stream.isTTY) return;
-  progress = dim(text);
+  // A line wider than the terminal would wrap, and the next update could not erase it.
+  const room = (stream.columns > 0 ? stream.columns : 80) - 1;
+  progress = dim([...text].length > room ? `${[...text].slice(0, room - 1).join('')}…` : text);
   stream.write(`\r\x1b[2K${progress}`);
 }
 

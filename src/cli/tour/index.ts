@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { renderPage } from '../charts/html.ts';
-import { bold, clearProgress, dim, magenta, print } from '../ui.ts';
+import { bold, clearProgress, dim, magenta, print, wrap } from '../ui.ts';
 import { defaults } from './01-defaults.ts';
 import { retryAfter } from './02-retry-after.ts';
 import { boundary } from './03-boundary.ts';
@@ -40,7 +40,10 @@ export async function runTour(only?: readonly number[], html?: string, version =
   print(bold('floodgate tour'));
   print(
     dim(
-      `Local servers on free ports, the in-memory store, real HTTP requests. ${selected.length} experiment${selected.length === 1 ? '' : 's'}, well under a minute.`,
+      wrap(
+        `Local servers on free ports, the in-memory store, real HTTP requests. ${selected.length} experiment${selected.length === 1 ? '' : 's'}, well under a minute.`,
+        '',
+      ),
     ),
   );
   try {
@@ -65,11 +68,16 @@ export async function runTour(only?: readonly number[], html?: string, version =
   if (html !== undefined) {
     const environment = `floodgate ${version}, Node ${process.version}, ${process.platform} ${process.arch}`;
     await writeFile(html, renderPage(tour.charts, { date: new Date(), environment }));
-    print(dim(`${tour.charts.length} chart${tour.charts.length === 1 ? '' : 's'} written to ${html}.`));
+    print(
+      dim(wrap(`${tour.charts.length} chart${tour.charts.length === 1 ? '' : 's'} written to ${html}.`, '')),
+    );
   }
   print(
     dim(
-      `${tour.requests} requests in ${seconds} s. Next: docs/rate-limiting.md, docs/timeouts.md, or \`floodgate burst <url>\`.`,
+      wrap(
+        `${tour.requests} requests in ${seconds} s. Next: docs/rate-limiting.md, docs/timeouts.md, or \`floodgate burst <url>\`.`,
+        '',
+      ),
     ),
   );
 }
