@@ -1,5 +1,6 @@
 #!/bin/sh
-# Everything the tests need, then all of them: dependencies, redis-server (Debian), types, lint, tests.
+# Everything the tests need, then all of them: dependencies, redis-server and chromium (Debian), types, lint,
+# tests.
 set -e
 cd "$(dirname "$0")/.."
 npm ci --no-audit --no-fund
@@ -9,6 +10,15 @@ if ! command -v redis-server >/dev/null 2>&1; then
   else
     echo "redis-server is missing: install Debian's redis-server package" >&2
     exit 1
+  fi
+fi
+# Headless Chromium checks the HTML report of `floodgate tour --html` (test/cli/html-report.test.ts).
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ]; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
+  else
+    # The test skips without it, except in CI (CI=1), where it fails.
+    echo "chromium is missing (install Debian's chromium package): the HTML report test will skip" >&2
   fi
 fi
 npm run check

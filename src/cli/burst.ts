@@ -1,74 +1,105 @@
 import http from 'node:http';
 import https from 'node:https';
-import { bold, dim, print, status } from './ui.ts';
+import type { BurstOptions } from './args.ts';
+import { type Outcome, renderReport } from './burst-report.ts';
+import { readRateLimit } from './dialects.ts';
+import { colourFor, palette, terminalWidth } from './ui.ts';
 
-/** Options of `floodgate burst`. */
-export interface BurstOptions {
-  url: string;
-  requests: number;
-  concurrency: number;
-  headers: Record<string, string>;
+/** Where `floodgate burst` writes: the report to `out`, live progress to `err` when it is a terminal. */
+export interface BurstIo {
+  out: { write(text: string): unknown; isTTY?: boolean; columns?: number };
+  err: { write(text: string): unknown; isTTY?: boolean };
+  env?: NodeJS.ProcessEnv;
 }
 
 /**
- * `floodgate burst <url> [-n 100] [-c 10] [-H 'name: value']`: fires requests at a URL and summarises the
- * statuses, latencies and the rate-limit fields seen.
+ * `floodgate burst <url>`: sends the requests, `concurrency` at a time, each bounded by its timeout, then
+ * writes the report. Resolves to the exit code: 0 when at least one request got an HTTP answer, else 1.
  */
-export async function runBurst(options: BurstOptions): Promise<void> {
+export async function runBurst(
+  options: BurstOptions,
+  io: BurstIo = { out: process.stdout, err: process.stderr },
+): Promise<{ code: number; outcomes: Outcome[] }> {
   const url = new URL(options.url);
   const client = url.protocol === 'https:' ? https : http;
   const agent = new client.Agent({ keepAlive: true, maxSockets: options.concurrency });
-  const statuses = new Map<number | string, number>();
-  const fields = new Map<string, string>();
-  const times: number[] = [];
+  const headers: Record<string, string | string[]> = {};
+  for (const [name, value] of options.headers) {
+    const key = name.toLowerCase();
+    const before = headers[key];
+    headers[key] = before === undefined ? value : [...[before].flat(), value];
+  }
+  const outcomes: Outcome[] = [];
+  const live = io.err.isTTY === true;
+  const colours = palette(colourFor(io.out, io.env));
   let next = 0;
+  let lastProgress = 0;
   const started = performance.now();
-  const one = () =>
+
+  const progress = (force = false) => {
+    const now = performance.now();
+    if (!live || (!force && now - lastProgress < 100)) return;
+    lastProgress = now;
+    const counts = new Map<string, number>();
+    for (const o of outcomes) {
+      const key = String(o.status ?? o.error);
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    const summary = [...counts].map(([key, n]) => `${key} ×${n}`).join('  ');
+    io.err.write(
+      `\r\x1b[2K${outcomes.length}/${options.requests} done  ${summary}  ${((now - started) / 1000).toFixed(1)} s`,
+    );
+  };
+
+  const one = (index: number) =>
     new Promise<void>((resolve) => {
       const sent = performance.now();
-      const req = client.get(url, { agent, headers: options.headers }, (res) => {
-        res.resume();
-        res.on('end', () => {
-          times.push(performance.now() - sent);
-          statuses.set(res.statusCode ?? 0, (statuses.get(res.statusCode ?? 0) ?? 0) + 1);
-          for (const name of [
-            'ratelimit-policy',
-            'ratelimit',
-            'retry-after',
-            'x-ratelimit-limit',
-            'x-ratelimit-remaining',
-          ]) {
-            const value = res.headers[name];
-            if (value !== undefined) fields.set(`${name} (last, after ${res.statusCode})`, String(value));
-          }
-          resolve();
+      let finished = false;
+      // The first of answer, error and timeout decides; what follows it (the error of a destroyed request) not.
+      const done = (outcome: Partial<Outcome>) => {
+        if (finished) return;
+        finished = true;
+        clearTimeout(timer);
+        outcomes.push({
+          index,
+          sentMs: sent - started,
+          ms: performance.now() - sent,
+          reading: { quotas: [] },
+          ...outcome,
         });
-      });
-      req.on('error', (error: Error) => {
-        statuses.set(error.message, (statuses.get(error.message) ?? 0) + 1);
+        progress();
         resolve();
+      };
+      const req = client.request(url, { method: options.method, agent, headers }, (res) => {
+        res.resume();
+        res.on('end', () =>
+          done({ status: res.statusCode ?? 0, reading: readRateLimit(res.headers, Date.now()) }),
+        );
+        res.on('error', () => done({ status: res.statusCode ?? 0, error: 'aborted' }));
       });
+      const timer = setTimeout(() => {
+        req.destroy();
+        done({ error: 'timeout' });
+      }, options.timeoutMs);
+      req.on('error', (error: NodeJS.ErrnoException) => done({ error: error.code ?? error.message }));
+      req.end(options.body);
     });
+
   const worker = async () => {
-    while (next < options.requests) {
-      next++;
-      await one();
-    }
+    while (next < options.requests) await one(next++);
   };
-  await Promise.all(Array.from({ length: Math.min(options.concurrency, options.requests) }, worker));
-  agent.destroy();
-  const elapsed = performance.now() - started;
-  times.sort((a, b) => a - b);
-  const pct = (p: number) =>
-    times[Math.min(times.length - 1, Math.floor((p / 100) * times.length))]?.toFixed(1);
-  print(
-    bold(
-      `${options.requests} × GET ${url.href}, ${options.concurrency} at a time, in ${Math.round(elapsed)} ms`,
-    ),
+  try {
+    await Promise.all(Array.from({ length: Math.min(options.concurrency, options.requests) }, worker));
+  } finally {
+    agent.destroy();
+  }
+  if (live) io.err.write('\r\x1b[2K');
+  outcomes.sort((a, b) => a.index - b.index);
+  const report = renderReport(
+    { options, outcomes, elapsedMs: performance.now() - started },
+    colours,
+    terminalWidth(io.out.isTTY === true ? io.out.columns : undefined),
   );
-  for (const [code, n] of statuses)
-    print(`  ${String(n).padStart(6)} × ${typeof code === 'number' ? status(code) : code}`);
-  if (times.length > 0)
-    print(dim(`  latency p50 ${pct(50)} ms · p99 ${pct(99)} ms · max ${times.at(-1)!.toFixed(1)} ms`));
-  for (const [name, value] of fields) print(`  ${bold(name)}: ${value}`);
+  io.out.write(`${report.join('\n')}\n`);
+  return { code: outcomes.some((o) => o.status !== undefined) ? 0 : 1, outcomes };
 }

@@ -1,44 +1,44 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
+import { BURST_USAGE, parseCommand, TOUR_USAGE, USAGE, UsageError } from './args.ts';
 import { runBurst } from './burst.ts';
-import { runTour } from './tour/index.ts';
+import { chapters, runTour } from './tour/index.ts';
 
-const USAGE = `Usage:
-  floodgate tour [chapter...]      replay the classic rate-limiting experiments against a local server
-  floodgate burst <url> [-n 100] [-c 10] [-H 'name: value']...
-                                   fire requests at a URL and summarise statuses and rate-limit fields
-  floodgate help`;
+/** The package's version, from the package.json two levels up (from src/cli and from dist/cli alike). */
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return pkg.version;
+}
 
-/** Dispatches the CLI's subcommands. */
+/** Runs the command line; resolves to the exit code (2 for a command line it cannot run). */
 async function main(argv: string[]): Promise<number> {
-  const [command, ...args] = argv;
-  if (command === undefined || command === 'tour') {
-    const only = args.map(Number).filter((n) => Number.isInteger(n) && n > 0);
-    await runTour(only.length > 0 ? only : undefined);
-    return 0;
+  let command: ReturnType<typeof parseCommand>;
+  try {
+    command = parseCommand(argv, chapters.length);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    const help = error.topic === undefined ? 'floodgate --help' : `floodgate ${error.topic} --help`;
+    process.stderr.write(`floodgate: ${error.message.replace(/^floodgate: /, '')}\nSee '${help}'.\n`);
+    return 2;
   }
-  if (command === 'burst') {
-    let url: string | undefined;
-    let requests = 100;
-    let concurrency = 10;
-    const headers: Record<string, string> = {};
-    for (let i = 0; i < args.length; i++) {
-      const arg = args[i];
-      if (arg === '-n') requests = Number(args[++i]);
-      else if (arg === '-c') concurrency = Number(args[++i]);
-      else if (arg === '-H') {
-        const [name, ...value] = String(args[++i]).split(':');
-        headers[name.trim()] = value.join(':').trim();
-      } else url = arg;
-    }
-    if (url === undefined || !(requests > 0) || !(concurrency > 0) || !URL.canParse(url)) {
-      process.stderr.write(`${USAGE}\n`);
-      return 2;
-    }
-    await runBurst({ url, requests, concurrency, headers });
-    return 0;
+  switch (command.kind) {
+    case 'usage':
+    case 'help':
+      process.stdout.write(
+        `${command.kind === 'help' && command.topic === 'tour' ? TOUR_USAGE : command.kind === 'help' && command.topic === 'burst' ? BURST_USAGE : USAGE}\n`,
+      );
+      return 0;
+    case 'version':
+      process.stdout.write(`floodgate ${version()}\n`);
+      return 0;
+    case 'tour':
+      await runTour(command.chapters, command.html, version());
+      return 0;
+    case 'burst':
+      return (await runBurst(command.options)).code;
   }
-  process.stderr.write(`${USAGE}\n`);
-  return command === 'help' || command === '--help' || command === '-h' ? 0 : 2;
 }
 
 // `floodgate tour | head` closes the pipe early: that is not an error.

@@ -53,6 +53,7 @@ const reason = (signal: AbortSignal) => (signal.aborted ? (signal.reason as Erro
  */
 async function serve(
   note: (key: string, text: string) => void,
+  started: Map<string, number>,
 ): Promise<{ base: string; server: http.Server }> {
   const withTimeouts = requestTimeouts({
     default: '300ms',
@@ -115,6 +116,7 @@ async function serve(
     }, 'maintenance'),
     '/queued': withTimeouts(
       limit(async (req, res) => {
+        started.set(String(req.headers['x-tour-index']), performance.now());
         // The abort is caught here: behind the rate limiter, a handler that rejects would be
         // rethrown by the limiter as an unhandled rejection (the timeouts wrapper sees only the limiter).
         await sleep(QUEUED_MS, undefined, { signal: requestTimeoutOf(req)!.signal }).catch(() => {});
@@ -136,7 +138,8 @@ export const timeouts: Chapter = {
   title: 'Request timeouts',
   async run(tour) {
     const { expect, note } = notebook();
-    const { base, server } = await serve(note);
+    const started = new Map<string, number>();
+    const { base, server } = await serve(note, started);
     try {
       say(
         `One node:http server, requestTimeouts({ default: '300ms' }) around every route: each request has
@@ -221,12 +224,32 @@ export const timeouts: Chapter = {
         content-type goes out as text/plain.`,
       );
 
-      const queued = await tour.send(base, { path: '/queued', count: 4 });
+      const queued = await tour.send(base, {
+        path: '/queued',
+        count: 4,
+        headers: (i) => ({ 'x-tour-index': String(i) }),
+      });
       sent(
         `4 × GET /queued at once: ${QUEUED_MS} ms of work each, one at a time (concurrency 1, a queue of 4)`,
       );
       got(queued);
       line(queued.map((a) => `#${a.index + 1} ${a.status} at ${Math.round(a.at)} ms`).join(', '));
+      const sentAt = Math.min(...queued.map((a) => a.sentAt));
+      tour.chart({
+        kind: 'gantt',
+        title: "Each request's wait in the queue and its work, against its 300 ms deadline",
+        deadlineMs: 300,
+        toMs: 400,
+        rows: queued.map((a) => {
+          const start = started.get(String(a.index));
+          return {
+            label: `#${a.index + 1}`,
+            startMs: start === undefined ? undefined : start - sentAt,
+            endMs: a.sentAt + a.ms - sentAt,
+            status: a.status,
+          };
+        }),
+      });
       why(
         `The deadline counts from when the timeouts wrapper saw the request, queue included, so install it
         first. #3 waited ${2 * QUEUED_MS} ms in the queue and had ${300 - 2 * QUEUED_MS} ms left for

@@ -1,4 +1,6 @@
-import { bold, clearProgress, dim, magenta, print } from '../ui.ts';
+import { writeFile } from 'node:fs/promises';
+import { renderPage } from '../charts/html.ts';
+import { bold, clearProgress, dim, magenta, print, wrap } from '../ui.ts';
 import { defaults } from './01-defaults.ts';
 import { retryAfter } from './02-retry-after.ts';
 import { boundary } from './03-boundary.ts';
@@ -27,9 +29,9 @@ export const chapters: readonly Chapter[] = [
 /**
  * `floodgate tour`: replays the classic rate-limiting experiments, then request timeouts, against local
  * servers (node:http, in-memory store, free ports) with real HTTP requests, and explains each result. `only`
- * picks chapters by number.
+ * picks chapters by number; `html` names a file to write the charts to, as a self-contained page.
  */
-export async function runTour(only?: readonly number[]): Promise<void> {
+export async function runTour(only?: readonly number[], html?: string, version = ''): Promise<void> {
   const tour = new Tour();
   const started = performance.now();
   const selected = chapters
@@ -38,12 +40,16 @@ export async function runTour(only?: readonly number[]): Promise<void> {
   print(bold('floodgate tour'));
   print(
     dim(
-      `Local servers on free ports, the in-memory store, real HTTP requests. ${selected.length} experiment${selected.length === 1 ? '' : 's'}, well under a minute.`,
+      wrap(
+        `Local servers on free ports, the in-memory store, real HTTP requests. ${selected.length} experiment${selected.length === 1 ? '' : 's'}, well under a minute.`,
+        '',
+      ),
     ),
   );
   try {
     for (const [n, chapter] of selected) {
       tour.chapter = `  [${'■'.repeat(n)}${'□'.repeat(chapters.length - n)}] ${n}/${chapters.length} ${chapter.title}`;
+      tour.title = chapter.title;
       tour.progress();
       print();
       print(`${magenta(`${n}/${chapters.length}`)}  ${bold(chapter.title)}`);
@@ -59,9 +65,19 @@ export async function runTour(only?: readonly number[]): Promise<void> {
   }
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   print();
+  if (html !== undefined) {
+    const environment = `floodgate ${version}, Node ${process.version}, ${process.platform} ${process.arch}`;
+    await writeFile(html, renderPage(tour.charts, { date: new Date(), environment }));
+    print(
+      dim(wrap(`${tour.charts.length} chart${tour.charts.length === 1 ? '' : 's'} written to ${html}.`, '')),
+    );
+  }
   print(
     dim(
-      `${tour.requests} requests in ${seconds} s. Next: docs/rate-limiting.md, docs/timeouts.md, or \`floodgate burst <url>\`.`,
+      wrap(
+        `${tour.requests} requests in ${seconds} s. Next: docs/rate-limiting.md, docs/timeouts.md, or \`floodgate burst <url>\`.`,
+        '',
+      ),
     ),
   );
 }

@@ -2,7 +2,9 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { rateLimiting } from '../../adapters/node/rate-limiting.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
-import { bold, cyan, dim, print, setProgress, status, wrap } from '../ui.ts';
+import type { Chart } from '../charts/model.ts';
+import { renderChart } from '../charts/text.ts';
+import { bold, cyan, dim, out, print, setProgress, status, terminalWidth, visible, wrap } from '../ui.ts';
 
 /**
  * What every chapter of the tour uses: a clock the tour can move forward (so time-based lessons need no
@@ -29,6 +31,8 @@ export interface Answer {
   ms: number;
   /** Milliseconds from the start of the batch to the end of this response. */
   at: number;
+  /** When it was sent, in `performance.now()` time. */
+  sentAt: number;
   headers: Record<string, string>;
   body: string;
 }
@@ -59,6 +63,10 @@ export class Tour {
   requests = 0;
   /** What the progress line says about the chapter in progress. */
   chapter = '';
+  /** The title of the chapter in progress, for the charts. */
+  title = '';
+  /** The charts drawn so far, with their chapter's title, for `--html`. */
+  readonly charts: Array<{ chapter: string; chart: Chart }> = [];
   #servers: http.Server[] = [];
   readonly #agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 
@@ -109,6 +117,7 @@ export class Tour {
                 status: res.statusCode ?? 0,
                 ms: now - sent,
                 at: now - start,
+                sentAt: sent,
                 headers,
                 body,
               });
@@ -124,6 +133,15 @@ export class Tour {
     } else answers = await Promise.all(Array.from({ length: count }, (_, i) => one(i)));
     this.progress();
     return answers;
+  }
+
+  /** Draws a chart of what was measured, and keeps it for the HTML report. */
+  chart(chart: Chart): void {
+    this.charts.push({ chapter: this.title, chart });
+    print();
+    print(`${INDENT}${bold(chart.title)}`);
+    for (const text of renderChart(chart, out, terminalWidth() - INDENT.length)) print(INDENT + text);
+    print();
   }
 
   /** Refreshes the progress line (on a TTY). */
@@ -153,9 +171,18 @@ export function say(text: string): void {
   print(wrap(text, INDENT));
 }
 
+/**
+ * Prints `text` after `first` as it is when it fits the terminal (keeping its alignment), else wrapped at
+ * spaces with `rest` before each following line.
+ */
+function fit(first: string, text: string, rest = INDENT): void {
+  if (visible(first) + visible(text) <= terminalWidth()) print(first + text);
+  else print(wrap(text, first, rest));
+}
+
 /** What was sent. */
 export function sent(text: string): void {
-  print(`${INDENT}${cyan('sent')}  ${text}`);
+  fit(`${INDENT}${cyan('sent')}  `, text, `${INDENT}      `);
 }
 
 /** What came back: status counts, and time if it matters. */
@@ -163,8 +190,10 @@ export function got(answers: Answer[], label = 'got '): void {
   const counts = new Map<number, number>();
   for (const a of answers) counts.set(a.status, (counts.get(a.status) ?? 0) + 1);
   const summary = [...counts].map(([code, n]) => `${n} × ${status(code)}`).join(', ');
-  print(
-    `${INDENT}${cyan(label)}  ${summary}  ${dim(`in ${Math.round(Math.max(...answers.map((a) => a.at)))} ms`)}`,
+  fit(
+    `${INDENT}${cyan(label)}  `,
+    `${summary}  ${dim(`in ${Math.round(Math.max(...answers.map((a) => a.at)))} ms`)}`,
+    `${INDENT}      `,
   );
 }
 
@@ -178,16 +207,16 @@ export function fields(answer: Answer, names: string[], label = ''): void {
   if (label !== '') print(`${INDENT}${dim(label)}`);
   for (const name of names) {
     const value = answer.headers[name.toLowerCase()];
-    print(`${INDENT}  ${bold(name)}: ${value === undefined ? dim('(absent)') : value}`);
+    fit(`${INDENT}  ${bold(name)}: `, value === undefined ? dim('(absent)') : value, `${INDENT}    `);
   }
 }
 
 /** The reason, after the facts. */
 export function why(text: string): void {
-  print(wrap(`${cyan('why')}   ${text}`, INDENT));
+  print(wrap(text, `${INDENT}${cyan('why')}   `, INDENT));
 }
 
 /** A plain line under the chapter. */
 export function line(text: string): void {
-  print(`${INDENT}${text}`);
+  fit(INDENT, text);
 }

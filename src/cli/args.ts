@@ -1,0 +1,259 @@
+import { parseArgs } from 'node:util';
+import { describe, parseDuration } from '../duration.ts';
+import { unknownMessage } from '../options/known.ts';
+
+/** What `floodgate burst` is asked to do. */
+export interface BurstOptions {
+  url: string;
+  /** Requests to send in all. */
+  requests: number;
+  /** Requests in flight at once. */
+  concurrency: number;
+  method: string;
+  /** Request headers, in the order given. */
+  headers: Array<[name: string, value: string]>;
+  body?: string;
+  /** Milliseconds each request may take, from sending to the end of the answer, before it counts as failed. */
+  timeoutMs: number;
+}
+
+/** A command line, understood. */
+export type Command =
+  | { kind: 'usage' }
+  | { kind: 'help'; topic?: 'tour' | 'burst' }
+  | { kind: 'version' }
+  | { kind: 'tour'; chapters?: number[]; html?: string }
+  | { kind: 'burst'; options: BurstOptions };
+
+/** A command line the CLI cannot run; `topic` names the command whose usage helps. */
+export class UsageError extends Error {
+  readonly topic: 'tour' | 'burst' | undefined;
+  constructor(message: string, topic?: 'tour' | 'burst') {
+    super(message);
+    this.name = 'UsageError';
+    this.topic = topic;
+  }
+}
+
+export const USAGE = `Usage: floodgate <command> [options]
+
+Commands:
+  tour [chapter...] [--html <file>]   live rate-limiting and timeout experiments against local servers
+  burst <url> [options]               fire requests at a URL and show what came back
+  help [command]                      this text, or a command's options
+
+Options:
+  -h, --help       show help
+  -V, --version    show the version`;
+
+export const TOUR_USAGE = `Usage: floodgate tour [chapter...] [--html <file>]
+
+Replays the classic rate-limiting experiments, then request timeouts, against local servers on free ports
+(node:http, the in-memory store, real HTTP requests), and explains each result. Chapters 3, 4 and 9 draw what
+was measured as charts on a time axis.
+
+Arguments:
+  chapter            chapter numbers to run (default: all)
+
+Options:
+  --html <file>      also write the charts to <file>, a self-contained HTML page
+  -h, --help         show this help`;
+
+export const BURST_USAGE = `Usage: floodgate burst <url> [options]
+
+Sends requests to <url>, shows progress, then a summary: statuses, latency, a timeline of the statuses (one
+cell per request, the first 429 marked) and how the server's rate-limit fields counted down. Understands
+RateLimit/RateLimit-Policy (IETF drafts), RateLimit-Limit/-Remaining/-Reset, X-RateLimit-* and Retry-After.
+Exits 1 when no request got an HTTP answer.
+
+Options:
+  -n, --requests <n>      requests to send (default 100)
+  -c, --concurrency <n>   requests in flight at once (default 10)
+  -X, --method <method>   request method (default GET, or POST with --data)
+  -d, --data <body>       request body
+  -H, --header <h>        a request header, 'Name: value' (repeatable)
+  -t, --timeout <time>    time each request may take: 500ms, 10s (default 10s)
+  -h, --help              show this help`;
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/** Parses the CLI's arguments (without `node` and the script). Throws {@link UsageError}. */
+export function parseCommand(argv: readonly string[], chapterCount: number): Command {
+  const [command, ...rest] = argv;
+  if (command === undefined) return { kind: 'usage' };
+  if (command === '-h' || command === '--help') return { kind: 'help' };
+  if (command === '-V' || command === '--version') return { kind: 'version' };
+  if (command === 'help') {
+    const [topic, ...extra] = rest;
+    if (extra.length > 0) throw new UsageError(`unexpected argument ${describe(extra[0])}`);
+    if (topic === undefined) return { kind: 'help' };
+    if (topic === 'tour' || topic === 'burst') return { kind: 'help', topic };
+    throw new UsageError(unknownMessage('help', 'command', topic, ['tour', 'burst', 'help']));
+  }
+  if (command === 'tour') return parseTour(rest, chapterCount);
+  if (command === 'burst') return parseBurst(rest);
+  if (command.startsWith('-')) {
+    const option = command.split('=', 1)[0];
+    if (BURST_OPTIONS.includes(option)) {
+      throw new UsageError(`${option} is an option of burst: floodgate burst <url> ${command} …`, 'burst');
+    }
+    throw new UsageError(unknownMessage('floodgate', 'option', command, ['--help', '--version']));
+  }
+  throw new UsageError(unknownMessage('floodgate', 'command', command, ['tour', 'burst', 'help']));
+}
+
+const BURST_OPTIONS = [
+  '-n',
+  '--requests',
+  '-c',
+  '--concurrency',
+  '-X',
+  '--method',
+  '-d',
+  '--data',
+  '-H',
+  '--header',
+  '-t',
+  '--timeout',
+];
+
+type Spec = Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }>;
+
+/**
+ * `parseArgs` without its strict mode, so that every mistake gets a message of our own: an unknown option
+ * with the nearest known one, an option without its value.
+ */
+function parse(where: 'tour' | 'burst', args: readonly string[], options: Spec) {
+  const parsed = parseArgs({ args: [...args], options, strict: false, allowPositionals: true, tokens: true });
+  const known = Object.entries(options).flatMap(([name, o]) => [
+    `--${name}`,
+    ...(o.short ? [`-${o.short}`] : []),
+  ]);
+  for (const token of parsed.tokens) {
+    if (token.kind !== 'option') continue;
+    const spec = options[token.name];
+    if (spec === undefined)
+      throw new UsageError(unknownMessage(where, 'option', token.rawName, known), where);
+    if (spec.type === 'string' && token.value === undefined) {
+      throw new UsageError(`${where}: option ${token.rawName} needs a value`, where);
+    }
+    if (spec.type === 'boolean' && token.value !== undefined) {
+      throw new UsageError(`${where}: option ${token.rawName} takes no value`, where);
+    }
+  }
+  return { values: parsed.values, positionals: parsed.positionals };
+}
+
+function parseTour(args: readonly string[], chapterCount: number): Command {
+  const { values, positionals } = parse('tour', args, {
+    html: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help === true) return { kind: 'help', topic: 'tour' };
+  const chapters: number[] = [];
+  for (const text of positionals) {
+    const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+    if (!Number.isInteger(n)) {
+      throw new UsageError(
+        `tour: a chapter is a number from 1 to ${chapterCount}; got ${describe(text)}`,
+        'tour',
+      );
+    }
+    if (n < 1 || n > chapterCount) {
+      throw new UsageError(`tour: no chapter ${n}; the chapters are 1 to ${chapterCount}`, 'tour');
+    }
+    if (!chapters.includes(n)) chapters.push(n);
+  }
+  const html = values.html as string | undefined;
+  if (html === '') throw new UsageError('tour: --html needs a file name', 'tour');
+  return { kind: 'tour', chapters: chapters.length > 0 ? chapters : undefined, html };
+}
+
+function parseBurst(args: readonly string[]): Command {
+  const { values, positionals } = parse('burst', args, {
+    requests: { type: 'string', short: 'n' },
+    concurrency: { type: 'string', short: 'c' },
+    method: { type: 'string', short: 'X' },
+    data: { type: 'string', short: 'd' },
+    header: { type: 'string', short: 'H', multiple: true },
+    timeout: { type: 'string', short: 't' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help === true) return { kind: 'help', topic: 'burst' };
+  const [url, ...extra] = positionals;
+  if (url === undefined) throw new UsageError('burst: which URL? floodgate burst <url>', 'burst');
+  if (extra.length > 0) throw new UsageError(`burst: unexpected argument ${describe(extra[0])}`, 'burst');
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {}
+  if (parsed === undefined || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
+    throw new UsageError(
+      `burst: ${describe(url)} is not an http:// or https:// URL (such as http://localhost:3000/)`,
+      'burst',
+    );
+  }
+  const body = values.data as string | undefined;
+  const method = (values.method as string | undefined) ?? (body === undefined ? 'GET' : 'POST');
+  if (!TOKEN.test(method)) {
+    throw new UsageError(
+      `burst: --method must be an HTTP method such as GET or POST; got ${describe(method)}`,
+      'burst',
+    );
+  }
+  return {
+    kind: 'burst',
+    options: {
+      url: parsed.href,
+      requests: count('--requests', values.requests as string | undefined, 100),
+      concurrency: count('--concurrency', values.concurrency as string | undefined, 10),
+      method,
+      headers: ((values.header as string[] | undefined) ?? []).map(header),
+      body,
+      timeoutMs: timeout(values.timeout as string | undefined),
+    },
+  };
+}
+
+/** A whole number of at least 1. */
+function count(option: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < 1) {
+    throw new UsageError(
+      `burst: ${option} must be a whole number of at least 1; got ${describe(text)}`,
+      'burst',
+    );
+  }
+  return n;
+}
+
+function timeout(text: string | undefined): number {
+  if (text === undefined) return 10_000;
+  try {
+    // A bare number is milliseconds, as everywhere in floodgate.
+    return parseDuration('--timeout', /^\d+(\.\d+)?$/.test(text) ? Number(text) : text);
+  } catch (error) {
+    throw new UsageError(`burst: ${(error as Error).message}`, 'burst');
+  }
+}
+
+/** `Name: value`, with a valid field name and no line breaks in the value. */
+function header(text: string): [string, string] {
+  const colon = text.indexOf(':');
+  if (colon < 0) {
+    throw new UsageError(`burst: a header is 'Name: value', with a colon; got ${describe(text)}`, 'burst');
+  }
+  const name = text.slice(0, colon).trim();
+  const value = text.slice(colon + 1).trim();
+  if (!TOKEN.test(name)) {
+    throw new UsageError(
+      `burst: ${describe(name)} is not a valid header name (in ${describe(text)})`,
+      'burst',
+    );
+  }
+  if (/[\r\n\0]/.test(value)) {
+    throw new UsageError(`burst: the value of header ${name} holds a line break or a NUL`, 'burst');
+  }
+  return [name, value];
+}
