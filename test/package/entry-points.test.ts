@@ -122,3 +122,48 @@ test('with undici installed, the interceptor composes onto an undici Agent, type
   const { stdout } = await run(process.execPath, [join(dir, 'out', 'main.js')], { cwd: dir });
   assert.deepEqual(JSON.parse(stdout), { agent: 'function', sent: 0 });
 });
+
+/** A node:http server limited to one request per client, asked twice; prints the statuses and what was recorded. */
+function serverScript(how: 'require' | 'import', metrics: boolean): string {
+  const load = (name: string) => (how === 'require' ? `require('${name}')` : `await import('${name}')`);
+  const body = [
+    "const http = require('node:http');",
+    'const recorded = [];',
+    metrics
+      ? [
+          `const { metrics } = ${load('@opentelemetry/api')};`,
+          'const instrument = (name) => ({ add: () => recorded.push(name), record: () => recorded.push(name) });',
+          'const meter = { createCounter: instrument, createUpDownCounter: instrument, createHistogram: instrument };',
+          'metrics.setGlobalMeterProvider({ getMeter: () => meter });',
+        ].join('\n')
+      : '',
+    `const { fixedWindow, partitioned } = ${load('floodgate')};`,
+    `const { clientIp } = ${load('floodgate/http')};`,
+    `const { rateLimiting } = ${load('floodgate/node')};`,
+    "const limit = rateLimiting({ global: partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: 1, window: '1m' }) }) });",
+    "const server = http.createServer(limit((req, res) => res.end('ok')));",
+    "await new Promise((listening) => server.listen(0, '127.0.0.1', listening));",
+    'const url = `http://127.0.0.1:${server.address().port}/`;',
+    'const statuses = [(await fetch(url)).status, (await fetch(url)).status];',
+    'server.close();',
+    "console.log(JSON.stringify({ statuses, requests: recorded.filter((name) => name === 'floodgate.requests').length }));",
+  ].join('\n');
+  return how === 'require'
+    ? `(async () => {\n${body}\n})();`
+    : body.replace("const http = require('node:http');", "import http from 'node:http';");
+}
+
+test("metrics reach the application's MeterProvider by require() and by import; without @opentelemetry/api limits still hold", async () => {
+  const withApi = await consumer(packed, 'otel', { type: 'commonjs' }, ['ipaddr.js', '@opentelemetry/api']);
+  const bare = await consumer(packed, 'no-otel', { type: 'commonjs' }, ['ipaddr.js']);
+  const runs: Array<[string, string[], string]> = [
+    [withApi, ['-e', serverScript('require', true)], 'require, SDK registered'],
+    [withApi, ['--input-type=module', '-e', serverScript('import', true)], 'import, SDK registered'],
+    [bare, ['-e', serverScript('require', false)], 'require, no @opentelemetry/api'],
+  ];
+  for (const [dir, args, label] of runs) {
+    const { stdout } = await run(process.execPath, args, { cwd: dir });
+    const expected = label.includes('no @opentelemetry') ? 0 : 2;
+    assert.deepEqual(JSON.parse(stdout), { statuses: [200, 429], requests: expected }, label);
+  }
+});
