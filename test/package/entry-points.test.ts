@@ -143,7 +143,7 @@ function serverScript(how: 'require' | 'import', metrics: boolean): string {
     "const limit = rateLimiting({ global: partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: 1, window: '1m' }) }) });",
     "const server = http.createServer(limit((req, res) => res.end('ok')));",
     "await new Promise((listening) => server.listen(0, '127.0.0.1', listening));",
-    'const url = `http://127.0.0.1:${server.address().port}/`;',
+    "const url = 'http://127.0.0.1:' + server.address().port + '/';",
     'const statuses = [(await fetch(url)).status, (await fetch(url)).status];',
     'server.close();',
     "console.log(JSON.stringify({ statuses, requests: recorded.filter((name) => name === 'floodgate.requests').length }));",
