@@ -167,3 +167,32 @@ test("metrics reach the application's MeterProvider by require() and by import; 
     assert.deepEqual(JSON.parse(stdout), { statuses: [200, 429], requests: expected }, label);
   }
 });
+
+test('the declarations of every entry point type-check with skipLibCheck off, every optional peer installed', async () => {
+  const peers = ['@types/node', '@types/express', 'express', 'fastify', 'hono', 'ioredis', 'redis', 'undici'];
+  const dir = await consumer(packed, 'all-types', { type: 'module' }, [
+    'ipaddr.js',
+    '@opentelemetry/api',
+    ...peers,
+  ]);
+  const typed = entryPoints.filter((specifier) => specifier !== 'floodgate/package.json');
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        module: 'nodenext',
+        target: 'es2022',
+        strict: true,
+        skipLibCheck: false,
+        types: ['node'],
+        noEmit: true,
+      },
+      files: ['main.ts'],
+    }),
+  );
+  writeFileSync(
+    join(dir, 'main.ts'),
+    `${typed.map((specifier, i) => `import * as entry${i} from '${specifier}';`).join('\n')}\nexport const all = [${typed.map((_, i) => `entry${i}`).join(', ')}];\n`,
+  );
+  await run(tsc, ['-p', dir]).catch((error) => assert.fail(`tsc: ${error.stdout}`));
+});
