@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { consumer, type Packed, pack, repo, run, tsc } from './packed.ts';
+import { consumer, type Packed, pack, repo, run, tsc, writeTsconfig } from './packed.ts';
 
 const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as {
   exports: Record<string, unknown>;
@@ -43,21 +43,7 @@ test(`every entry point loads by require() and by import on Node ${process.versi
 
 test('a CommonJS TypeScript project (module: nodenext) type-checks against the types and runs', async () => {
   const dir = await consumer(packed, 'cjs-ts', { type: 'commonjs' }, ['ipaddr.js', '@types/node']);
-  writeFileSync(
-    join(dir, 'tsconfig.json'),
-    JSON.stringify({
-      compilerOptions: {
-        module: 'nodenext',
-        moduleResolution: 'nodenext',
-        target: 'es2022',
-        strict: true,
-        skipLibCheck: false,
-        types: ['node'],
-        outDir: 'out',
-      },
-      files: ['main.ts'],
-    }),
-  );
+  writeTsconfig(dir, ['main.ts'], { outDir: 'out' });
   writeFileSync(
     join(dir, 'main.ts'),
     [
@@ -89,20 +75,7 @@ test('a CommonJS TypeScript project (module: nodenext) type-checks against the t
 
 test('with undici installed, the interceptor composes onto an undici Agent, typed by undici', async () => {
   const dir = await consumer(packed, 'undici-ts', { type: 'module' }, ['ipaddr.js', '@types/node', 'undici']);
-  writeFileSync(
-    join(dir, 'tsconfig.json'),
-    JSON.stringify({
-      compilerOptions: {
-        module: 'nodenext',
-        target: 'es2022',
-        strict: true,
-        skipLibCheck: false,
-        types: ['node'],
-        outDir: 'out',
-      },
-      files: ['main.ts'],
-    }),
-  );
+  writeTsconfig(dir, ['main.ts'], { outDir: 'out' });
   writeFileSync(
     join(dir, 'main.ts'),
     [
@@ -176,20 +149,7 @@ test('the declarations of every entry point type-check with skipLibCheck off, ev
     ...peers,
   ]);
   const typed = entryPoints.filter((specifier) => specifier !== 'floodgate/package.json');
-  writeFileSync(
-    join(dir, 'tsconfig.json'),
-    JSON.stringify({
-      compilerOptions: {
-        module: 'nodenext',
-        target: 'es2022',
-        strict: true,
-        skipLibCheck: false,
-        types: ['node'],
-        noEmit: true,
-      },
-      files: ['main.ts'],
-    }),
-  );
+  writeTsconfig(dir, ['main.ts'], { noEmit: true });
   writeFileSync(
     join(dir, 'main.ts'),
     `${typed.map((specifier, i) => `import * as entry${i} from '${specifier}';`).join('\n')}\nexport const all = [${typed.map((_, i) => `entry${i}`).join(', ')}];\n`,
