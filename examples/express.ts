@@ -1,4 +1,4 @@
-/** The README's Express example, type-checked by `npm run typecheck`. Run: `node --import tsx examples/express.ts`. */
+/** An Express app with rate limiting and timeouts, type-checked by `npm run typecheck`. Run: `node --import tsx examples/express.ts`. */
 import express from 'express';
 import { rateLimiting, requestTimeoutOf, requestTimeouts } from '../src/adapters/express/index.ts';
 import { clientIp } from '../src/http/index.ts';

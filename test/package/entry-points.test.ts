@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { consumer, type Packed, pack, repo, run, tsc } from './packed.ts';
+import { consumer, type Packed, pack, repo, run, tsc, writeTsconfig } from './packed.ts';
 
 const pkg = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as {
   exports: Record<string, unknown>;
@@ -43,21 +43,7 @@ test(`every entry point loads by require() and by import on Node ${process.versi
 
 test('a CommonJS TypeScript project (module: nodenext) type-checks against the types and runs', async () => {
   const dir = await consumer(packed, 'cjs-ts', { type: 'commonjs' }, ['ipaddr.js', '@types/node']);
-  writeFileSync(
-    join(dir, 'tsconfig.json'),
-    JSON.stringify({
-      compilerOptions: {
-        module: 'nodenext',
-        moduleResolution: 'nodenext',
-        target: 'es2022',
-        strict: true,
-        skipLibCheck: false,
-        types: ['node'],
-        outDir: 'out',
-      },
-      files: ['main.ts'],
-    }),
-  );
+  writeTsconfig(dir, ['main.ts'], { outDir: 'out' });
   writeFileSync(
     join(dir, 'main.ts'),
     [
@@ -89,20 +75,7 @@ test('a CommonJS TypeScript project (module: nodenext) type-checks against the t
 
 test('with undici installed, the interceptor composes onto an undici Agent, typed by undici', async () => {
   const dir = await consumer(packed, 'undici-ts', { type: 'module' }, ['ipaddr.js', '@types/node', 'undici']);
-  writeFileSync(
-    join(dir, 'tsconfig.json'),
-    JSON.stringify({
-      compilerOptions: {
-        module: 'nodenext',
-        target: 'es2022',
-        strict: true,
-        skipLibCheck: false,
-        types: ['node'],
-        outDir: 'out',
-      },
-      files: ['main.ts'],
-    }),
-  );
+  writeTsconfig(dir, ['main.ts'], { outDir: 'out' });
   writeFileSync(
     join(dir, 'main.ts'),
     [
@@ -121,4 +94,65 @@ test('with undici installed, the interceptor composes onto an undici Agent, type
   await run(tsc, ['-p', dir]).catch((error) => assert.fail(`tsc: ${error.stdout}`));
   const { stdout } = await run(process.execPath, [join(dir, 'out', 'main.js')], { cwd: dir });
   assert.deepEqual(JSON.parse(stdout), { agent: 'function', sent: 0 });
+});
+
+/** A node:http server limited to one request per client, asked twice; prints the statuses and what was recorded. */
+function serverScript(how: 'require' | 'import', metrics: boolean): string {
+  const load = (name: string) => (how === 'require' ? `require('${name}')` : `await import('${name}')`);
+  const body = [
+    "const http = require('node:http');",
+    'const recorded = [];',
+    metrics
+      ? [
+          `const { metrics } = ${load('@opentelemetry/api')};`,
+          'const instrument = (name) => ({ add: () => recorded.push(name), record: () => recorded.push(name) });',
+          'const meter = { createCounter: instrument, createUpDownCounter: instrument, createHistogram: instrument };',
+          'metrics.setGlobalMeterProvider({ getMeter: () => meter });',
+        ].join('\n')
+      : '',
+    `const { fixedWindow, partitioned } = ${load('floodgate')};`,
+    `const { clientIp } = ${load('floodgate/http')};`,
+    `const { rateLimiting } = ${load('floodgate/node')};`,
+    "const limit = rateLimiting({ global: partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: 1, window: '1m' }) }) });",
+    "const server = http.createServer(limit((req, res) => res.end('ok')));",
+    "await new Promise((listening) => server.listen(0, '127.0.0.1', listening));",
+    "const url = 'http://127.0.0.1:' + server.address().port + '/';",
+    'const statuses = [(await fetch(url)).status, (await fetch(url)).status];',
+    'server.close();',
+    "console.log(JSON.stringify({ statuses, requests: recorded.filter((name) => name === 'floodgate.requests').length }));",
+  ].join('\n');
+  return how === 'require'
+    ? `(async () => {\n${body}\n})();`
+    : body.replace("const http = require('node:http');", "import http from 'node:http';");
+}
+
+test("metrics reach the application's MeterProvider by require() and by import; without @opentelemetry/api limits still hold", async () => {
+  const withApi = await consumer(packed, 'otel', { type: 'commonjs' }, ['ipaddr.js', '@opentelemetry/api']);
+  const bare = await consumer(packed, 'no-otel', { type: 'commonjs' }, ['ipaddr.js']);
+  const runs: Array<[string, string[], string]> = [
+    [withApi, ['-e', serverScript('require', true)], 'require, SDK registered'],
+    [withApi, ['--input-type=module', '-e', serverScript('import', true)], 'import, SDK registered'],
+    [bare, ['-e', serverScript('require', false)], 'require, no @opentelemetry/api'],
+  ];
+  for (const [dir, args, label] of runs) {
+    const { stdout } = await run(process.execPath, args, { cwd: dir });
+    const expected = label.includes('no @opentelemetry') ? 0 : 2;
+    assert.deepEqual(JSON.parse(stdout), { statuses: [200, 429], requests: expected }, label);
+  }
+});
+
+test('the declarations of every entry point type-check with skipLibCheck off, every optional peer installed', async () => {
+  const peers = ['@types/node', '@types/express', 'express', 'fastify', 'hono', 'ioredis', 'redis', 'undici'];
+  const dir = await consumer(packed, 'all-types', { type: 'module' }, [
+    'ipaddr.js',
+    '@opentelemetry/api',
+    ...peers,
+  ]);
+  const typed = entryPoints.filter((specifier) => specifier !== 'floodgate/package.json');
+  writeTsconfig(dir, ['main.ts'], { noEmit: true });
+  writeFileSync(
+    join(dir, 'main.ts'),
+    `${typed.map((specifier, i) => `import * as entry${i} from '${specifier}';`).join('\n')}\nexport const all = [${typed.map((_, i) => `entry${i}`).join(', ')}];\n`,
+  );
+  await run(tsc, ['-p', dir]).catch((error) => assert.fail(`tsc: ${error.stdout}`));
 });

@@ -83,3 +83,21 @@ export async function consumer(
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name, private: true, ...packageJson }));
   return dir;
 }
+
+/**
+ * Writes `dir/tsconfig.json` as a careful consumer would: strict, `module: nodenext`, Node's types, the library
+ * declarations checked too (`skipLibCheck: false`); `options` adds to or overrides these.
+ */
+export function writeTsconfig(dir: string, files: readonly string[], options: object = {}): void {
+  const compilerOptions = {
+    module: 'nodenext',
+    target: 'es2022',
+    strict: true,
+    skipLibCheck: false,
+    types: ['node'],
+  };
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: { ...compilerOptions, ...options }, files }),
+  );
+}
