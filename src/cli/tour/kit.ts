@@ -139,7 +139,7 @@ export class Tour {
   chart(chart: Chart): void {
     this.charts.push({ chapter: this.title, chart });
     print();
-    print(`${INDENT}${bold(chart.title)}`);
+    print(bold(wrap(chart.title, INDENT)));
     for (const text of renderChart(chart, out, terminalWidth() - INDENT.length)) print(INDENT + text);
     print();
   }
