@@ -23,6 +23,8 @@ export interface BurstResult {
   /** In sending order. */
   outcomes: Outcome[];
   elapsedMs: number;
+  /** Stopped early (Ctrl-C): `outcomes` holds what was sent until then. */
+  interrupted?: boolean;
 }
 
 /** The glyph of each kind of outcome; colour adds to it, never replaces it (NO_COLOR, logs). */
@@ -33,12 +35,16 @@ const GLYPHS = [
   ['4', 'other 4xx'],
   ['5', '5xx'],
   ['T', 'timed out'],
+  ['~', 'interrupted'],
   ['!', 'no answer (connection failed)'],
 ] as const;
 
 function cell(outcome: Outcome, paint: Palette): string {
   const { status, error } = outcome;
-  if (status === undefined) return error === 'timeout' ? paint.magenta('T') : paint.red('!');
+  if (status === undefined) {
+    if (error === 'interrupted') return paint.dim('~');
+    return error === 'timeout' ? paint.magenta('T') : paint.red('!');
+  }
   if (status === 429) return paint.yellow('x');
   if (status < 300) return paint.green('.');
   if (status < 400) return paint.cyan('-');
@@ -198,6 +204,8 @@ export function renderReport(result: BurstResult, paint: Palette, width: number)
       `${outcomes.length} × ${options.method} ${options.url}, ${options.concurrency} at a time, in ${Math.round(result.elapsedMs)} ms`,
     ),
   ];
+  if (result.interrupted)
+    lines.push(paint.yellow(`  interrupted: ${outcomes.length} of ${options.requests} sent`));
   const counts = new Map<string, { n: number; shown: string }>();
   for (const o of outcomes) {
     const key = o.status === undefined ? (o.error ?? 'failed') : String(o.status);

@@ -36,8 +36,20 @@ async function main(argv: string[]): Promise<number> {
     case 'tour':
       await runTour(command.chapters, command.html, version());
       return 0;
-    case 'burst':
-      return (await runBurst(command.options)).code;
+    case 'burst': {
+      // The first Ctrl-C stops the burst and prints what it saw; a second one ends the process at once.
+      const stop = new AbortController();
+      process.once('SIGINT', () => {
+        stop.abort();
+        process.once('SIGINT', () => process.exit(130));
+      });
+      const { code } = await runBurst(command.options, {
+        out: process.stdout,
+        err: process.stderr,
+        signal: stop.signal,
+      });
+      return stop.signal.aborted ? 130 : code;
+    }
   }
 }
 

@@ -129,6 +129,32 @@ describe('floodgate burst against real servers', () => {
     assert.match(out.text, /TTTT/);
   });
 
+  test('stopped early (Ctrl-C): nothing more is sent, the request in flight is dropped, the report follows', async () => {
+    const stop = new AbortController();
+    let n = 0;
+    const url = await listen(
+      http.createServer((_req, res) => {
+        if (++n === 3) stop.abort();
+        else res.end('ok');
+      }),
+    );
+    const out = sink();
+    const { code, outcomes } = await runBurst(burst(url, { requests: 10, concurrency: 1 }), {
+      out,
+      err: sink(),
+      env: {},
+      signal: stop.signal,
+    });
+    assert.equal(code, 0);
+    assert.deepEqual(
+      outcomes.map((o) => o.status ?? o.error),
+      [200, 200, 'interrupted'],
+    );
+    assert.equal(n, 3);
+    assert.match(out.text, /interrupted: 3 of 10 sent/);
+    assert.match(out.text, / {2}1 {2}\.\.~/);
+  });
+
   test('some answers among failures: exit 0', async () => {
     let n = 0;
     const url = await listen(
