@@ -1,6 +1,6 @@
 import type { BurstOptions } from './args.ts';
 import type { Quota, RateLimitReading } from './dialects.ts';
-import type { Palette } from './ui.ts';
+import { type Palette, palette, wrap } from './ui.ts';
 
 /** One request of a burst, as it ended. */
 export interface Outcome {
@@ -87,21 +87,11 @@ export function renderTimeline(outcomes: readonly Outcome[], paint: Palette, wid
   return lines;
 }
 
+const PLAIN = palette(false);
+
 function visibleGlyph(outcome: Outcome): string {
   return cell(outcome, PLAIN);
 }
-
-const identity = (text: string | number) => String(text);
-const PLAIN: Palette = {
-  bold: identity,
-  dim: identity,
-  green: identity,
-  red: identity,
-  yellow: identity,
-  cyan: identity,
-  magenta: identity,
-  status: identity,
-};
 
 /** `10 9 8 … 1 0×90`: a sequence of values with runs of one value folded. */
 export function foldRuns(values: readonly number[]): string {
@@ -161,7 +151,7 @@ export function renderCountdown(outcomes: readonly Outcome[], paint: Palette, wi
       `${paint.bold(DIALECT_NAMES[quota.dialect])}${facts.length > 0 ? `: ${facts.join(', ')}` : ''}`,
     );
     if (remaining.length > 0)
-      lines.push(...wrapWords(`remaining: ${foldRuns(remaining)}`, width, '  ', '    '));
+      lines.push(...wrap(`remaining: ${foldRuns(remaining)}`, '  ', '    ', width).split('\n'));
   }
   const waits = outcomes.flatMap((o) =>
     o.reading.retryAfterMs === undefined ? [] : [o.reading.retryAfterMs],
@@ -176,19 +166,6 @@ export function renderCountdown(outcomes: readonly Outcome[], paint: Palette, wi
     );
   }
   if (lines.length === 0) lines.push(paint.dim('no rate-limit fields in any answer'));
-  return lines;
-}
-
-function wrapWords(text: string, width: number, first: string, rest: string): string[] {
-  const lines: string[] = [];
-  let line = first;
-  for (const word of text.split(' ')) {
-    if (line.trim() !== '' && line.length + 1 + word.length > width) {
-      lines.push(line);
-      line = rest + word;
-    } else line = line.trim() === '' ? line + word : `${line} ${word}`;
-  }
-  lines.push(line);
   return lines;
 }
 

@@ -97,6 +97,18 @@ describe('renderCountdown()', () => {
     ]);
   });
 
+  test('a long countdown wraps at spaces within the width', () => {
+    const spec = Array(40).fill(200) as number[];
+    const lines = renderCountdown(
+      outcomes(spec, (i) => 100 - i),
+      plain,
+      40,
+    ).slice(1);
+    assert.ok(lines.length > 1);
+    for (const line of lines) assert.ok(line.length <= 40, line);
+    assert.equal(lines.join(' ').replace(/\s+/g, ' ').trim().split(' ').length, 41);
+  });
+
   test('says so when no answer had rate-limit fields', () => {
     assert.deepEqual(renderCountdown(outcomes([200]), plain, 80), ['no rate-limit fields in any answer']);
   });
