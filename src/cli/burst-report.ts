@@ -53,19 +53,44 @@ function cell(outcome: Outcome, paint: Palette): string {
 }
 
 const GROUP = 10;
+/** Lines of cells drawn at most: the first {@link HEAD} and the last {@link TAIL}, and the first 429's. */
+const MAX_LINES = 40;
+const HEAD = 24;
+const TAIL = 8;
 
 /**
  * The status timeline: one cell per request in sending order, ten to a group, as many groups to a line as
- * `width` allows, each line labelled with its first request's number; a caret under the first 429.
+ * `width` allows, each line labelled with its first request's number; a caret under the first 429. Past
+ * {@link MAX_LINES} lines, the middle lines are summed up in one line (their requests counted by glyph), except
+ * the first 429's.
  */
 export function renderTimeline(outcomes: readonly Outcome[], paint: Palette, width: number): string[] {
   const label = String(outcomes.length).length + 1;
   const groups = Math.max(1, Math.floor((width - label - 2) / (GROUP + 1)));
   const perLine = groups * GROUP;
   const first429 = outcomes.findIndex((o) => o.status === 429);
+  const rows = Math.ceil(outcomes.length / perLine);
+  const shown = (r: number) =>
+    rows <= MAX_LINES || r < HEAD || r >= rows - TAIL || Math.floor(first429 / perLine) === r;
   const lines: string[] = [];
-  for (let start = 0; start < outcomes.length; start += perLine) {
+  for (let r = 0; r < rows; r++) {
+    const start = r * perLine;
     const row = outcomes.slice(start, start + perLine);
+    if (!shown(r)) {
+      let end = r;
+      while (end + 1 < rows && !shown(end + 1)) end++;
+      const skipped = outcomes.slice(start, (end + 1) * perLine);
+      const counts = new Map<string, number>();
+      for (const o of skipped) counts.set(visibleGlyph(o), (counts.get(visibleGlyph(o)) ?? 0) + 1);
+      const summary = [...counts].map(([glyph, n]) => `${n} × ${glyph}`).join(', ');
+      lines.push(
+        paint.dim(
+          `${'…'.padStart(label)}  requests #${start + 1}–#${start + skipped.length} not drawn: ${summary}`,
+        ),
+      );
+      r = end;
+      continue;
+    }
     let text = `${String(start + 1).padStart(label)}  `;
     for (let i = 0; i < row.length; i++)
       text += `${i > 0 && i % GROUP === 0 ? ' ' : ''}${cell(row[i], paint)}`;

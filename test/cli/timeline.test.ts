@@ -66,6 +66,25 @@ describe('renderTimeline()', () => {
     ]);
   });
 
+  test('a long burst: the first and last lines drawn, the middle summed up, the first 429 always shown', () => {
+    // 10 000 requests at 80 columns: 60 to a line, 167 lines.
+    const spec = Array.from({ length: 10_000 }, (_, i) => (i === 5_000 ? 429 : 200));
+    const lines = renderTimeline(outcomes(spec), plain, 80);
+    const drawn = lines.filter((l) => /^ *\d+ {2}[.x]/.test(l));
+    assert.equal(drawn.length, 24 + 1 + 8);
+    assert.equal(drawn[0].trim().split(/\s+/)[0], '1');
+    assert.equal(drawn[24].trim().split(/\s+/)[0], '4981');
+    assert.ok(lines.includes(`${' '.repeat(30)}^ first 429: request #5001`));
+    assert.deepEqual(
+      lines.filter((l) => l.includes('not drawn')),
+      [
+        '     …  requests #1441–#4980 not drawn: 3540 × .',
+        '     …  requests #5041–#9540 not drawn: 4500 × .',
+      ],
+    );
+    assert.equal(drawn.at(-1)!.trim().split(/\s+/)[0], '9961');
+  });
+
   test('no 429, no caret', () => {
     const lines = renderTimeline(outcomes([200, 500]), plain, 80);
     assert.deepEqual(lines, [' 1  .5', '. 2xx   5 5xx']);
