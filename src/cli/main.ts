@@ -12,6 +12,8 @@ function version(): string {
   return pkg.version;
 }
 
+const HELP = { floodgate: USAGE, tour: TOUR_USAGE, burst: BURST_USAGE };
+
 /** Runs the command line; resolves to the exit code (2 for a command line it cannot run). */
 async function main(argv: string[]): Promise<number> {
   let command: ReturnType<typeof parseCommand>;
@@ -25,10 +27,10 @@ async function main(argv: string[]): Promise<number> {
   }
   switch (command.kind) {
     case 'usage':
+      process.stdout.write(`${USAGE}\n`);
+      return 0;
     case 'help':
-      process.stdout.write(
-        `${command.kind === 'help' && command.topic === 'tour' ? TOUR_USAGE : command.kind === 'help' && command.topic === 'burst' ? BURST_USAGE : USAGE}\n`,
-      );
+      process.stdout.write(`${HELP[command.topic ?? 'floodgate']}\n`);
       return 0;
     case 'version':
       process.stdout.write(`floodgate ${version()}\n`);
