@@ -64,7 +64,7 @@ export const BURST_USAGE = `Usage: floodgate burst <url> [options]
 Sends requests to <url>, shows progress, then a summary: statuses, latency, a timeline of the statuses (one
 cell per request, the first 429 marked) and how the server's rate-limit fields counted down. Understands
 RateLimit/RateLimit-Policy (IETF drafts), RateLimit-Limit/-Remaining/-Reset, X-RateLimit-* and Retry-After.
-Exits 1 when no request got an HTTP answer.
+Ctrl-C stops it and prints the report. Exits 1 when no request got an HTTP answer.
 
 Options:
   -n, --requests <n>      requests to send (default 100)

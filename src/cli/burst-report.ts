@@ -1,6 +1,6 @@
 import type { BurstOptions } from './args.ts';
 import type { Quota, RateLimitReading } from './dialects.ts';
-import type { Palette } from './ui.ts';
+import { type Palette, palette, wrap } from './ui.ts';
 
 /** One request of a burst, as it ended. */
 export interface Outcome {
@@ -23,6 +23,8 @@ export interface BurstResult {
   /** In sending order. */
   outcomes: Outcome[];
   elapsedMs: number;
+  /** Stopped early (Ctrl-C): `outcomes` holds what was sent until then. */
+  interrupted?: boolean;
 }
 
 /** The glyph of each kind of outcome; colour adds to it, never replaces it (NO_COLOR, logs). */
@@ -33,12 +35,16 @@ const GLYPHS = [
   ['4', 'other 4xx'],
   ['5', '5xx'],
   ['T', 'timed out'],
+  ['~', 'interrupted'],
   ['!', 'no answer (connection failed)'],
 ] as const;
 
 function cell(outcome: Outcome, paint: Palette): string {
   const { status, error } = outcome;
-  if (status === undefined) return error === 'timeout' ? paint.magenta('T') : paint.red('!');
+  if (status === undefined) {
+    if (error === 'interrupted') return paint.dim('~');
+    return error === 'timeout' ? paint.magenta('T') : paint.red('!');
+  }
   if (status === 429) return paint.yellow('x');
   if (status < 300) return paint.green('.');
   if (status < 400) return paint.cyan('-');
@@ -47,19 +53,44 @@ function cell(outcome: Outcome, paint: Palette): string {
 }
 
 const GROUP = 10;
+/** Lines of cells drawn at most: the first {@link HEAD} and the last {@link TAIL}, and the first 429's. */
+const MAX_LINES = 40;
+const HEAD = 24;
+const TAIL = 8;
 
 /**
  * The status timeline: one cell per request in sending order, ten to a group, as many groups to a line as
- * `width` allows, each line labelled with its first request's number; a caret under the first 429.
+ * `width` allows, each line labelled with its first request's number; a caret under the first 429. Past
+ * {@link MAX_LINES} lines, the middle lines are summed up in one line (their requests counted by glyph), except
+ * the first 429's.
  */
 export function renderTimeline(outcomes: readonly Outcome[], paint: Palette, width: number): string[] {
   const label = String(outcomes.length).length + 1;
   const groups = Math.max(1, Math.floor((width - label - 2) / (GROUP + 1)));
   const perLine = groups * GROUP;
   const first429 = outcomes.findIndex((o) => o.status === 429);
+  const rows = Math.ceil(outcomes.length / perLine);
+  const shown = (r: number) =>
+    rows <= MAX_LINES || r < HEAD || r >= rows - TAIL || Math.floor(first429 / perLine) === r;
   const lines: string[] = [];
-  for (let start = 0; start < outcomes.length; start += perLine) {
+  for (let r = 0; r < rows; r++) {
+    const start = r * perLine;
     const row = outcomes.slice(start, start + perLine);
+    if (!shown(r)) {
+      let end = r;
+      while (end + 1 < rows && !shown(end + 1)) end++;
+      const skipped = outcomes.slice(start, (end + 1) * perLine);
+      const counts = new Map<string, number>();
+      for (const o of skipped) counts.set(visibleGlyph(o), (counts.get(visibleGlyph(o)) ?? 0) + 1);
+      const summary = [...counts].map(([glyph, n]) => `${n} × ${glyph}`).join(', ');
+      lines.push(
+        paint.dim(
+          `${'…'.padStart(label)}  requests #${start + 1}–#${start + skipped.length} not drawn: ${summary}`,
+        ),
+      );
+      r = end;
+      continue;
+    }
     let text = `${String(start + 1).padStart(label)}  `;
     for (let i = 0; i < row.length; i++)
       text += `${i > 0 && i % GROUP === 0 ? ' ' : ''}${cell(row[i], paint)}`;
@@ -81,21 +112,11 @@ export function renderTimeline(outcomes: readonly Outcome[], paint: Palette, wid
   return lines;
 }
 
+const PLAIN = palette(false);
+
 function visibleGlyph(outcome: Outcome): string {
   return cell(outcome, PLAIN);
 }
-
-const identity = (text: string | number) => String(text);
-const PLAIN: Palette = {
-  bold: identity,
-  dim: identity,
-  green: identity,
-  red: identity,
-  yellow: identity,
-  cyan: identity,
-  magenta: identity,
-  status: identity,
-};
 
 /** `10 9 8 … 1 0×90`: a sequence of values with runs of one value folded. */
 export function foldRuns(values: readonly number[]): string {
@@ -155,7 +176,7 @@ export function renderCountdown(outcomes: readonly Outcome[], paint: Palette, wi
       `${paint.bold(DIALECT_NAMES[quota.dialect])}${facts.length > 0 ? `: ${facts.join(', ')}` : ''}`,
     );
     if (remaining.length > 0)
-      lines.push(...wrapWords(`remaining: ${foldRuns(remaining)}`, width, '  ', '    '));
+      lines.push(...wrap(`remaining: ${foldRuns(remaining)}`, '  ', '    ', width).split('\n'));
   }
   const waits = outcomes.flatMap((o) =>
     o.reading.retryAfterMs === undefined ? [] : [o.reading.retryAfterMs],
@@ -173,19 +194,6 @@ export function renderCountdown(outcomes: readonly Outcome[], paint: Palette, wi
   return lines;
 }
 
-function wrapWords(text: string, width: number, first: string, rest: string): string[] {
-  const lines: string[] = [];
-  let line = first;
-  for (const word of text.split(' ')) {
-    if (line.trim() !== '' && line.length + 1 + word.length > width) {
-      lines.push(line);
-      line = rest + word;
-    } else line = line.trim() === '' ? line + word : `${line} ${word}`;
-  }
-  lines.push(line);
-  return lines;
-}
-
 function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
@@ -198,6 +206,8 @@ export function renderReport(result: BurstResult, paint: Palette, width: number)
       `${outcomes.length} × ${options.method} ${options.url}, ${options.concurrency} at a time, in ${Math.round(result.elapsedMs)} ms`,
     ),
   ];
+  if (result.interrupted)
+    lines.push(paint.yellow(`  interrupted: ${outcomes.length} of ${options.requests} sent`));
   const counts = new Map<string, { n: number; shown: string }>();
   for (const o of outcomes) {
     const key = o.status === undefined ? (o.error ?? 'failed') : String(o.status);

@@ -10,6 +10,8 @@ export interface BurstIo {
   out: { write(text: string): unknown; isTTY?: boolean; columns?: number };
   err: { write(text: string): unknown; isTTY?: boolean };
   env?: NodeJS.ProcessEnv;
+  /** Stops the burst early (Ctrl-C): nothing more is sent, requests in flight are dropped, the report follows. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -70,23 +72,29 @@ export async function runBurst(
         progress();
         resolve();
       };
-      const req = client.request(url, { method: options.method, agent, headers }, (res) => {
-        res.resume();
-        res.on('end', () =>
-          done({ status: res.statusCode ?? 0, reading: readRateLimit(res.headers, Date.now()) }),
-        );
-        res.on('error', () => done({ status: res.statusCode ?? 0, error: 'aborted' }));
-      });
+      const req = client.request(
+        url,
+        { method: options.method, agent, headers, signal: io.signal },
+        (res) => {
+          res.resume();
+          res.on('end', () =>
+            done({ status: res.statusCode ?? 0, reading: readRateLimit(res.headers, Date.now()) }),
+          );
+          res.on('error', () => done({ status: res.statusCode ?? 0, error: 'aborted' }));
+        },
+      );
       const timer = setTimeout(() => {
         req.destroy();
         done({ error: 'timeout' });
       }, options.timeoutMs);
-      req.on('error', (error: NodeJS.ErrnoException) => done({ error: error.code ?? error.message }));
+      req.on('error', (error: NodeJS.ErrnoException) =>
+        done({ error: io.signal?.aborted ? 'interrupted' : (error.code ?? error.message) }),
+      );
       req.end(options.body);
     });
 
   const worker = async () => {
-    while (next < options.requests) await one(next++);
+    while (next < options.requests && io.signal?.aborted !== true) await one(next++);
   };
   try {
     await Promise.all(Array.from({ length: Math.min(options.concurrency, options.requests) }, worker));
@@ -96,7 +104,7 @@ export async function runBurst(
   if (live) io.err.write('\r\x1b[2K');
   outcomes.sort((a, b) => a.index - b.index);
   const report = renderReport(
-    { options, outcomes, elapsedMs: performance.now() - started },
+    { options, outcomes, elapsedMs: performance.now() - started, interrupted: io.signal?.aborted === true },
     colours,
     terminalWidth(io.out.isTTY === true ? io.out.columns : undefined),
   );

@@ -12,6 +12,8 @@ function version(): string {
   return pkg.version;
 }
 
+const HELP = { floodgate: USAGE, tour: TOUR_USAGE, burst: BURST_USAGE };
+
 /** Runs the command line; resolves to the exit code (2 for a command line it cannot run). */
 async function main(argv: string[]): Promise<number> {
   let command: ReturnType<typeof parseCommand>;
@@ -25,10 +27,10 @@ async function main(argv: string[]): Promise<number> {
   }
   switch (command.kind) {
     case 'usage':
+      process.stdout.write(`${USAGE}\n`);
+      return 0;
     case 'help':
-      process.stdout.write(
-        `${command.kind === 'help' && command.topic === 'tour' ? TOUR_USAGE : command.kind === 'help' && command.topic === 'burst' ? BURST_USAGE : USAGE}\n`,
-      );
+      process.stdout.write(`${HELP[command.topic ?? 'floodgate']}\n`);
       return 0;
     case 'version':
       process.stdout.write(`floodgate ${version()}\n`);
@@ -36,8 +38,20 @@ async function main(argv: string[]): Promise<number> {
     case 'tour':
       await runTour(command.chapters, command.html, version());
       return 0;
-    case 'burst':
-      return (await runBurst(command.options)).code;
+    case 'burst': {
+      // The first Ctrl-C stops the burst and prints what it saw; a second one ends the process at once.
+      const stop = new AbortController();
+      process.once('SIGINT', () => {
+        stop.abort();
+        process.once('SIGINT', () => process.exit(130));
+      });
+      const { code } = await runBurst(command.options, {
+        out: process.stdout,
+        err: process.stderr,
+        signal: stop.signal,
+      });
+      return stop.signal.aborted ? 130 : code;
+    }
   }
 }
 

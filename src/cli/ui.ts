@@ -84,12 +84,17 @@ export function visible(text: string): number {
 }
 
 /**
- * The width the CLI writes to: the terminal's, at most 100 columns (longer lines are hard to read), 100 when
+ * The width the CLI writes to: the terminal's `columns`, at most 100 (longer lines are hard to read), 100 when
  * the output is not a terminal. `columns` is 0 or undefined when the terminal does not say (a pipe, a
  * pseudo-terminal under `script`).
  */
-export function terminalWidth(columns: number | undefined = stream.columns): number {
+export function terminalWidth(columns: number | undefined): number {
   return columns !== undefined && columns > 0 ? Math.min(100, columns) : 100;
+}
+
+/** The width of standard output. */
+export function stdoutWidth(): number {
+  return terminalWidth(stream.isTTY ? stream.columns : undefined);
 }
 
 /**
@@ -97,7 +102,7 @@ export function terminalWidth(columns: number | undefined = stream.columns): num
  * `first` and the others with `rest`. Words are never broken: a word wider than the line gets a line of its
  * own. Runs of white space (the indentation of a template literal) count as one space.
  */
-export function wrap(text: string, first: string, rest = first, width = terminalWidth()): string {
+export function wrap(text: string, first: string, rest = first, width = stdoutWidth()): string {
   const lines: string[] = [];
   let line = '';
   let indent = first;

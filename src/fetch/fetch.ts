@@ -1,15 +1,19 @@
 import { describe } from '../duration.ts';
+import { rejectUnknown } from '../options/known.ts';
 import { releaseOnBody } from './body-release.ts';
 import { RateLimitedError } from './errors.ts';
 import { type ClientStatistics, Gate, holdsPermits } from './gate.ts';
 import { localResponse } from './local-response.ts';
-import { type ClientOptions, clientConfig } from './options.ts';
+import { CLIENT_OPTION_NAMES, type ClientOptions, clientConfig } from './options.ts';
 
 /** Options of {@link rateLimitedFetch}. */
 export interface RateLimitedFetchOptions extends ClientOptions {
   /** The fetch to wrap. Default the global `fetch`, looked up at construction. */
   fetch?: typeof fetch;
 }
+
+/** Every option name of {@link RateLimitedFetchOptions}: any other is refused. */
+export const RATE_LIMITED_FETCH_OPTION_NAMES = [...CLIENT_OPTION_NAMES, 'fetch'] as const;
 
 /** A `fetch` with a local quota per partition, that also obeys the pauses servers ask for. */
 export interface RateLimitedFetch {
@@ -36,6 +40,7 @@ export interface RateLimitedFetch {
  * const res = await api('https://api.example.com/items', { signal: AbortSignal.timeout(30_000) });
  */
 export function rateLimitedFetch(options: RateLimitedFetchOptions): RateLimitedFetch {
+  rejectUnknown('rateLimitedFetch', options, RATE_LIMITED_FETCH_OPTION_NAMES);
   const config = clientConfig('rateLimitedFetch', options);
   const inner = options.fetch ?? globalThis.fetch;
   if (typeof inner !== 'function') {

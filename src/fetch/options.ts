@@ -5,6 +5,7 @@ import type { Lease } from '../limiters/lease.ts';
 import { integer, object, oneOf, performanceClock } from '../limiters/options.ts';
 import { PartitionedLimiter, partitioned } from '../limiters/partitioned.ts';
 import { RateLimiter } from '../limiters/rate-limiter.ts';
+import { rejectUnknown } from '../options/known.ts';
 
 /**
  * What a call does when no permit can be had. A limiter with a queue always queues first (bounded by its
@@ -40,6 +41,17 @@ export interface RetryOptions {
   methods?: readonly string[];
 }
 
+/** Every option name of {@link PauseOptions}: any other is refused. */
+export const PAUSE_OPTION_NAMES = [
+  'statuses',
+  'max',
+  'jitter',
+  'maxEntries',
+] as const satisfies readonly (keyof PauseOptions)[];
+
+/** Every option name of {@link RetryOptions}: any other is refused. */
+export const RETRY_OPTION_NAMES = ['attempts', 'methods'] as const satisfies readonly (keyof RetryOptions)[];
+
 /** The limiters a rate-limited client accepts. A partitioned limiter or chain receives the partition key. */
 export type ClientLimiter = RateLimiter | PartitionedLimiter<string> | ChainLimiter<string>;
 
@@ -68,6 +80,19 @@ export interface ClientOptions {
   /** Random numbers in [0, 1) for the jitter. Default `Math.random`. */
   random?: () => number;
 }
+
+/** Every option name of {@link ClientOptions}: any other is refused, with the closest of these named. */
+export const CLIENT_OPTION_NAMES = [
+  'limiter',
+  'key',
+  'onLimited',
+  'pause',
+  'retry',
+  'maxPartitions',
+  'clock',
+  'now',
+  'random',
+] as const satisfies readonly (keyof ClientOptions)[];
 
 /** What a limiter must offer the client: acquisitions by partition key. */
 export interface KeyedLimiter {
@@ -154,6 +179,7 @@ function keyedLimiter(
 function pauseConfig(kind: string, pause: PauseOptions | false | undefined): ClientConfig['pause'] {
   if (pause === false) return false;
   const options = pause === undefined ? {} : object(`${kind}: pause`, pause);
+  rejectUnknown(`${kind}: pause`, options, PAUSE_OPTION_NAMES);
   const statuses = options.statuses ?? [429, 503];
   if (!Array.isArray(statuses) || statuses.some((s) => !Number.isInteger(s) || s < 100 || s > 599)) {
     throw new TypeError(`${kind}: pause.statuses must be a list of HTTP statuses; got ${describe(statuses)}`);
@@ -174,6 +200,7 @@ function pauseConfig(kind: string, pause: PauseOptions | false | undefined): Cli
 function retryConfig(kind: string, retry: number | RetryOptions | undefined): ClientConfig['retry'] {
   const options = typeof retry === 'number' || retry === undefined ? { attempts: retry ?? 0 } : retry;
   object(`${kind}: retry`, options);
+  rejectUnknown(`${kind}: retry`, options, RETRY_OPTION_NAMES);
   const attempts = integer(`${kind}: retry.attempts`, options.attempts, 0, 10);
   const methods = options.methods ?? IDEMPOTENT;
   if (!Array.isArray(methods) || methods.some((m) => typeof m !== 'string')) {

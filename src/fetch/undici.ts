@@ -4,10 +4,11 @@ import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { describe } from '../duration.ts';
 import type { Lease } from '../limiters/lease.ts';
+import { rejectUnknown } from '../options/known.ts';
 import { RateLimitedError } from './errors.ts';
 import { type ClientStatistics, Gate } from './gate.ts';
 import { LOCAL_HEADER } from './local-response.ts';
-import { type ClientOptions, clientConfig } from './options.ts';
+import { CLIENT_OPTION_NAMES, type ClientOptions, clientConfig } from './options.ts';
 
 type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
@@ -45,6 +46,7 @@ export interface RateLimitInterceptor {
  * const { statusCode, body } = await request('https://api.example.com/items', { dispatcher: agent });
  */
 export function rateLimitInterceptor(options: ClientOptions): RateLimitInterceptor {
+  rejectUnknown('rateLimitInterceptor', options, CLIENT_OPTION_NAMES);
   const config = clientConfig('rateLimitInterceptor', options);
   const gate = new Gate(config);
   const interceptor: Dispatcher.DispatcherComposeInterceptor = (dispatch) =>

@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { describe } from '../duration.ts';
+import { rejectUnknown } from '../options/known.ts';
 import type { HttpRequest } from './request.ts';
 
 /** A forwarded header that {@link clientIp} can read. */
@@ -29,6 +30,14 @@ export interface ClientIpOptions {
    */
   headers?: readonly ForwardedHeader[];
 }
+
+/** Every option name of {@link ClientIpOptions}: any other is refused. */
+export const CLIENT_IP_OPTION_NAMES = [
+  'trustedProxies',
+  'trustedHops',
+  'ipv6Subnet',
+  'headers',
+] as const satisfies readonly (keyof ClientIpOptions)[];
 
 /** The key of a request whose socket peer is unknown (closed socket, unix socket) or unparseable. */
 export const UNKNOWN_CLIENT = 'floodgate:unknown-client';
@@ -67,6 +76,7 @@ const NINE = 57;
  * key(req); // '203.0.113.7'
  */
 export function clientIp(options: ClientIpOptions = {}): (req: HttpRequest) => string {
+  rejectUnknown('clientIp', options, CLIENT_IP_OPTION_NAMES);
   const { trustedProxies, trustedHops, ipv6Subnet = 64, headers } = options;
   if (!Number.isInteger(ipv6Subnet) || ipv6Subnet < 1 || ipv6Subnet > 128) {
     throw new RangeError(

@@ -1,4 +1,5 @@
 import { describe } from '../duration.ts';
+import { rejectUnknown } from '../options/known.ts';
 import type { HttpRequest } from './request.ts';
 
 /**
@@ -24,6 +25,15 @@ export interface ValidatedKeyOptions {
   maxLength?: number;
 }
 
+/** Every option name of {@link ValidatedKeyOptions}: any other is refused. */
+export const VALIDATED_KEY_OPTION_NAMES = [
+  'from',
+  'validate',
+  'prefix',
+  'fallback',
+  'maxLength',
+] as const satisfies readonly (keyof ValidatedKeyOptions)[];
+
 /**
  * Keys requests by a value they carry (a header, an API key, a user id), but only when `validate` accepts it.
  * Missing, empty, overlong and unvalidated values fold into one shared bucket, or into `fallback(req)`.
@@ -33,6 +43,7 @@ export interface ValidatedKeyOptions {
  * const key = validatedKey({ from: headerValue('x-api-key'), validate: (k) => apiKeys.has(k), fallback: clientIp() });
  */
 export function validatedKey(options: ValidatedKeyOptions): (req: HttpRequest) => string {
+  rejectUnknown('validatedKey', options, VALIDATED_KEY_OPTION_NAMES);
   const {
     from,
     validate,

@@ -1,5 +1,6 @@
 import * as crypto from 'node:crypto';
 import { describe } from '../duration.ts';
+import { rejectUnknown } from '../options/known.ts';
 
 /** A quota unit of draft-ietf-httpapi-ratelimit-headers-10 (§3.1.2). */
 export type QuotaUnit = 'requests' | 'content-bytes' | 'concurrent-requests';
@@ -205,12 +206,38 @@ export type PartitionKeyHasher = (key: string) => string;
 /** Options of {@link partitionKeyHasher}. */
 export interface PartitionKeyHasherOptions {
   /**
-   * The salt. Default: 32 random bytes per process, so `pk` values differ between processes. Share a secret
+   * The salt, at least 16 characters. Default: 32 random bytes per process, so `pk` values differ between processes. Share a secret
    * between the instances behind one load balancer if clients should see one `pk` per partition.
    */
   secret?: string;
   /** Hashes remembered; the cache is emptied when full. Default 4096. */
   cacheSize?: number;
+}
+
+/** Every option name of {@link PartitionKeyHasherOptions}: any other is refused. */
+export const PARTITION_KEY_HASHER_OPTION_NAMES = [
+  'secret',
+  'cacheSize',
+] as const satisfies readonly (keyof PartitionKeyHasherOptions)[];
+
+/** The shortest secret accepted: 16 characters. */
+export const MIN_SECRET_LENGTH = 16;
+
+/**
+ * Checks a secret salt for option `name`. The message never shows the secret, only its type or length: error
+ * messages end up in logs.
+ */
+export function checkSecret(name: string, secret: unknown): void {
+  if (typeof secret !== 'string') {
+    throw new TypeError(
+      `${name} must be a string of at least ${MIN_SECRET_LENGTH} characters; got ${typeof secret}`,
+    );
+  }
+  if (secret.length < MIN_SECRET_LENGTH) {
+    throw new RangeError(
+      `${name} must be at least ${MIN_SECRET_LENGTH} characters long; got ${secret.length} (the secret is not shown)`,
+    );
+  }
 }
 
 /**
@@ -219,12 +246,9 @@ export interface PartitionKeyHasherOptions {
  * by hashing all 2^32 addresses). Publishing 96 of 256 bits leaves nothing to extend.
  */
 export function partitionKeyHasher(options: PartitionKeyHasherOptions = {}): PartitionKeyHasher {
+  rejectUnknown('partitionKeyHasher', options, PARTITION_KEY_HASHER_OPTION_NAMES);
   const { secret, cacheSize = 4096 } = options;
-  if (secret !== undefined && (typeof secret !== 'string' || secret.length < 16)) {
-    throw new TypeError(
-      `partitionKeyHasher: secret must be a string of at least 16 characters; got ${describe(secret)}`,
-    );
-  }
+  if (secret !== undefined) checkSecret('partitionKeyHasher: secret', secret);
   if (!Number.isInteger(cacheSize) || cacheSize < 0) {
     throw new RangeError(
       `partitionKeyHasher: cacheSize must be a non-negative integer; got ${describe(cacheSize)}`,

@@ -1,6 +1,7 @@
 import { Concurrency } from '../algorithms/concurrency.ts';
+import { rejectUnknown } from '../options/known.ts';
 import type { Clock } from './core.ts';
-import { integer, object, type QueueOptions, queueAndClock } from './options.ts';
+import { integer, object, QUEUE_OPTION_NAMES, type QueueOptions, queueAndClock } from './options.ts';
 import { RateLimiter } from './rate-limiter.ts';
 
 /** Options of {@link concurrency}. */
@@ -10,6 +11,13 @@ export interface ConcurrencyOptions extends QueueOptions {
   /** Used only to time queue waits. Default `performance.now()`. */
   clock?: Clock;
 }
+
+/** Every option name of {@link ConcurrencyOptions}: any other is refused. */
+export const CONCURRENCY_OPTION_NAMES = [
+  ...QUEUE_OPTION_NAMES,
+  'permitLimit',
+  'clock',
+] as const satisfies readonly (keyof ConcurrencyOptions)[];
 
 /**
  * At most `permitLimit` permits held at once. A permit comes back when its lease is released (`release()` is
@@ -22,6 +30,7 @@ export class ConcurrencyLimiter extends RateLimiter {
     if ((options as { countRejected?: unknown }).countRejected !== undefined) {
       throw new TypeError('concurrency: countRejected does not apply to a concurrency limiter');
     }
+    rejectUnknown('concurrency', options, CONCURRENCY_OPTION_NAMES);
     super(new Concurrency(permitLimit), queueAndClock('concurrency', options));
   }
 }

@@ -1,6 +1,7 @@
 import { FixedWindow } from '../algorithms/fixed-window.ts';
 import type { Duration } from '../duration.ts';
-import { duration, integer, object, queueAndClock, type TimeOptions } from './options.ts';
+import { rejectUnknown } from '../options/known.ts';
+import { duration, integer, object, queueAndClock, TIME_OPTION_NAMES, type TimeOptions } from './options.ts';
 import { RateLimiter } from './rate-limiter.ts';
 
 /** Options of {@link fixedWindow}. */
@@ -11,6 +12,13 @@ export interface FixedWindowOptions extends TimeOptions {
   window: Duration;
 }
 
+/** Every option name of {@link FixedWindowOptions}: any other is refused. */
+export const FIXED_WINDOW_OPTION_NAMES = [
+  ...TIME_OPTION_NAMES,
+  'permitLimit',
+  'window',
+] as const satisfies readonly (keyof FixedWindowOptions)[];
+
 /**
  * `permitLimit` permits per window; the window restarts at exact multiples of `window` from the limiter's
  * creation. A burst at the end of one window and the start of the next can pass `2 × permitLimit` in a short
@@ -19,6 +27,7 @@ export interface FixedWindowOptions extends TimeOptions {
 export class FixedWindowLimiter extends RateLimiter {
   constructor(options: FixedWindowOptions) {
     object('fixedWindow options', options);
+    rejectUnknown('fixedWindow', options, FIXED_WINDOW_OPTION_NAMES);
     const permitLimit = integer('fixedWindow: permitLimit', options.permitLimit, 1);
     const window = duration('fixedWindow: window', options.window);
     super(new FixedWindow(permitLimit, window), queueAndClock('fixedWindow', options));

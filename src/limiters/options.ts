@@ -9,6 +9,12 @@ export interface QueueOptions {
   queueOrder?: QueueOrder;
 }
 
+/** The names of {@link QueueOptions}, for the limiters' lists of known option names. */
+export const QUEUE_OPTION_NAMES = [
+  'queueLimit',
+  'queueOrder',
+] as const satisfies readonly (keyof QueueOptions)[];
+
 /** Options every time-based limiter shares. */
 export interface TimeOptions extends QueueOptions {
   /** Count rejected requests against the budget (the "penalty" of most Node libraries). Default false. */
@@ -16,6 +22,13 @@ export interface TimeOptions extends QueueOptions {
   /** The clock, in milliseconds, monotonic. Default `performance.now()`. */
   clock?: Clock;
 }
+
+/** The names of {@link TimeOptions}. */
+export const TIME_OPTION_NAMES = [
+  ...QUEUE_OPTION_NAMES,
+  'countRejected',
+  'clock',
+] as const satisfies readonly (keyof TimeOptions)[];
 
 /**
  * The default clock: `performance.now()`, monotonic. Read afresh on every decision: caching a reading for the

@@ -1,5 +1,6 @@
 import type { Algorithm } from '../algorithms/algorithm.ts';
 import { describe } from '../duration.ts';
+import { rejectUnknown } from '../options/known.ts';
 import { LimiterCore } from './core.ts';
 import { Lease } from './lease.ts';
 import { checkPermits, integer, object, oneOf } from './options.ts';
@@ -19,6 +20,14 @@ export interface PartitionedOptions<R> {
   /** When full of partitions that cannot be dropped: reject new keys (default), or let them share one bucket. */
   overflow?: OverflowPolicy;
 }
+
+/** Every option name of {@link PartitionedOptions}: any other is refused. */
+export const PARTITIONED_OPTION_NAMES = [
+  'key',
+  'limiter',
+  'maxPartitions',
+  'overflow',
+] as const satisfies readonly (keyof PartitionedOptions<unknown>)[];
 
 const MAX_PARTITIONS = 4_000_000; // slot numbers must fit in 22 bits of a small integer
 const MAX_SPECS = 256;
@@ -62,6 +71,7 @@ export class PartitionedLimiter<R> {
 
   constructor(options: PartitionedOptions<R>) {
     object('partitioned options', options);
+    rejectUnknown('partitioned', options, PARTITIONED_OPTION_NAMES);
     if (typeof options.key !== 'function') {
       throw new TypeError(
         `partitioned: key must be a function (resource) => string; got ${describe(options.key)}`,

@@ -1,7 +1,8 @@
 import { SlidingWindow } from '../algorithms/sliding-window.ts';
 import type { Duration } from '../duration.ts';
 import { describe } from '../duration.ts';
-import { duration, integer, object, queueAndClock, type TimeOptions } from './options.ts';
+import { rejectUnknown } from '../options/known.ts';
+import { duration, integer, object, queueAndClock, TIME_OPTION_NAMES, type TimeOptions } from './options.ts';
 import { RateLimiter } from './rate-limiter.ts';
 
 /** Options of {@link slidingWindow}. */
@@ -14,6 +15,14 @@ export interface SlidingWindowOptions extends TimeOptions {
   segmentsPerWindow: number;
 }
 
+/** Every option name of {@link SlidingWindowOptions}: any other is refused. */
+export const SLIDING_WINDOW_OPTION_NAMES = [
+  ...TIME_OPTION_NAMES,
+  'permitLimit',
+  'window',
+  'segmentsPerWindow',
+] as const satisfies readonly (keyof SlidingWindowOptions)[];
+
 /**
  * `permitLimit` permits in any window of `window`, cut into `segmentsPerWindow` segments: permits taken in a
  * segment come back one full window after that segment began.
@@ -21,6 +30,7 @@ export interface SlidingWindowOptions extends TimeOptions {
 export class SlidingWindowLimiter extends RateLimiter {
   constructor(options: SlidingWindowOptions) {
     object('slidingWindow options', options);
+    rejectUnknown('slidingWindow', options, SLIDING_WINDOW_OPTION_NAMES);
     const permitLimit = integer('slidingWindow: permitLimit', options.permitLimit, 1);
     const window = duration('slidingWindow: window', options.window);
     const segments = integer('slidingWindow: segmentsPerWindow', options.segmentsPerWindow, 1, 1000);

@@ -1,7 +1,16 @@
 import { type Replenishment, TokenBucket } from '../algorithms/token-bucket.ts';
 import type { Duration } from '../duration.ts';
 import { describe } from '../duration.ts';
-import { duration, integer, object, oneOf, queueAndClock, type TimeOptions } from './options.ts';
+import { rejectUnknown } from '../options/known.ts';
+import {
+  duration,
+  integer,
+  object,
+  oneOf,
+  queueAndClock,
+  TIME_OPTION_NAMES,
+  type TimeOptions,
+} from './options.ts';
 import { RateLimiter } from './rate-limiter.ts';
 
 /** Options of {@link tokenBucket}. */
@@ -16,10 +25,20 @@ export interface TokenBucketOptions extends TimeOptions {
   replenishment?: Replenishment;
 }
 
+/** Every option name of {@link TokenBucketOptions}: any other is refused. */
+export const TOKEN_BUCKET_OPTION_NAMES = [
+  ...TIME_OPTION_NAMES,
+  'tokenLimit',
+  'tokensPerPeriod',
+  'period',
+  'replenishment',
+] as const satisfies readonly (keyof TokenBucketOptions)[];
+
 /** A bucket of `tokenLimit` tokens, refilled by `tokensPerPeriod` each `period`, never above the limit. */
 export class TokenBucketLimiter extends RateLimiter {
   constructor(options: TokenBucketOptions) {
     object('tokenBucket options', options);
+    rejectUnknown('tokenBucket', options, TOKEN_BUCKET_OPTION_NAMES);
     const tokenLimit = integer('tokenBucket: tokenLimit', options.tokenLimit, 1);
     const tokensPerPeriod = integer('tokenBucket: tokensPerPeriod', options.tokensPerPeriod, 1);
     const period = duration('tokenBucket: period', options.period);

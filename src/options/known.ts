@@ -25,11 +25,11 @@ export function unknownMessage(where: string, what: string, name: string, known:
 
 /**
  * The known name nearest to `name`, or `undefined` when none is near: at most a third of the name's letters
- * changed (at least 2), case ignored, a swap of two neighbours counting as one change.
+ * changed (at least 2; 1 in names of up to 4 letters), case ignored, a swap of two neighbours counting as one.
  */
 export function closest(name: string, known: readonly string[]): string | undefined {
   const wanted = name.toLowerCase();
-  const limit = Math.max(2, Math.floor(wanted.length / 3));
+  const limit = wanted.length <= 4 ? 1 : Math.max(2, Math.ceil(wanted.length / 3));
   let best: string | undefined;
   let bestDistance = limit + 1;
   for (const candidate of known) {

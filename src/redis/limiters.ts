@@ -1,6 +1,7 @@
 import { describe } from '../duration.ts';
 import type { Lease } from '../limiters/lease.ts';
 import type { AcquireOptions, LimiterSpec, Statistics } from '../limiters/rate-limiter.ts';
+import { rejectUnknown } from '../options/known.ts';
 import type { Waiting } from './acquire.ts';
 import type { Binding, BoundMember, Engine, Owner } from './engine.ts';
 
@@ -13,6 +14,12 @@ export interface RedisLimiterOptions {
   /** The Redis Cluster hash tag of its key. Default: the name. Members of one chain need the same tag. */
   hashTag?: string;
 }
+
+/** Every option name of {@link RedisLimiterOptions}: any other is refused. */
+export const REDIS_LIMITER_OPTION_NAMES = [
+  'name',
+  'hashTag',
+] as const satisfies readonly (keyof RedisLimiterOptions)[];
 
 /** Options of `store.partitioned(options)`. */
 export interface RedisPartitionedOptions<R> {
@@ -28,6 +35,14 @@ export interface RedisPartitionedOptions<R> {
    */
   hashTag?: (key: string) => string;
 }
+
+/** Every option name of {@link RedisPartitionedOptions}: any other is refused. */
+export const REDIS_PARTITIONED_OPTION_NAMES = [
+  'name',
+  'key',
+  'limiter',
+  'hashTag',
+] as const satisfies readonly (keyof RedisPartitionedOptions<unknown>)[];
 
 /** What the limiters share: the engine, the local queues, the key prefix and the test clock. */
 export interface Context {
@@ -60,6 +75,7 @@ export class RedisLimiter implements Owner {
     if (options === null || typeof options !== 'object') {
       throw new TypeError(`store.limiter: options { name } are required; got ${describe(options)}`);
     }
+    rejectUnknown('store.limiter', options, REDIS_LIMITER_OPTION_NAMES);
     this.name = checkName('store.limiter: name', options.name);
     const tag =
       options.hashTag === undefined ? undefined : checkName('store.limiter: hashTag', options.hashTag);
@@ -126,6 +142,7 @@ export class RedisPartitionedLimiter<R> implements Owner {
     if (options === null || typeof options !== 'object') {
       throw new TypeError(`store.partitioned options must be an object; got ${describe(options)}`);
     }
+    rejectUnknown('store.partitioned', options, REDIS_PARTITIONED_OPTION_NAMES);
     this.name = checkName('store.partitioned: name', options.name);
     if (typeof options.key !== 'function') {
       throw new TypeError(

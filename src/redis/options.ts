@@ -2,6 +2,7 @@ import { type Duration, describe, parseDuration } from '../duration.ts';
 import type { Clock } from '../limiters/core.ts';
 import { PartitionedLimiter } from '../limiters/partitioned.ts';
 import { RateLimiter } from '../limiters/rate-limiter.ts';
+import { rejectUnknown } from '../options/known.ts';
 import type { RedisClientLike } from './client.ts';
 
 /**
@@ -41,6 +42,20 @@ export interface RedisStoreOptions {
   clock?: Clock;
 }
 
+/** Every option name of {@link RedisStoreOptions}: any other is refused, with the closest of these named. */
+export const REDIS_STORE_OPTION_NAMES = [
+  'client',
+  'prefix',
+  'timeoutMs',
+  'onUnavailable',
+  'retryIntervalMs',
+  'coalesce',
+  'leaseTtlMs',
+  'cacheBlocked',
+  'onError',
+  'clock',
+] as const satisfies readonly (keyof RedisStoreOptions)[];
+
 /** Validated options. */
 export interface ResolvedOptions {
   prefix: string;
@@ -62,6 +77,7 @@ export function resolveOptions(options: RedisStoreOptions): ResolvedOptions {
   if (options === null || typeof options !== 'object') {
     throw new TypeError(`redisStore options must be an object; got ${describe(options)}`);
   }
+  rejectUnknown('redisStore', options, REDIS_STORE_OPTION_NAMES);
   const prefix = options.prefix ?? 'floodgate:';
   if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
     throw new TypeError(

@@ -2,6 +2,10 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, describe, test } from 'node:test';
+import fastifyRateLimit from '@fastify/rate-limit';
+import express from 'express';
+import { rateLimit } from 'express-rate-limit';
+import Fastify from 'fastify';
 import { rateLimiting } from '../../src/adapters/node/rate-limiting.ts';
 import type { BurstOptions } from '../../src/cli/args.ts';
 import { runBurst } from '../../src/cli/burst.ts';
@@ -129,6 +133,32 @@ describe('floodgate burst against real servers', () => {
     assert.match(out.text, /TTTT/);
   });
 
+  test('stopped early (Ctrl-C): nothing more is sent, the request in flight is dropped, the report follows', async () => {
+    const stop = new AbortController();
+    let n = 0;
+    const url = await listen(
+      http.createServer((_req, res) => {
+        if (++n === 3) stop.abort();
+        else res.end('ok');
+      }),
+    );
+    const out = sink();
+    const { code, outcomes } = await runBurst(burst(url, { requests: 10, concurrency: 1 }), {
+      out,
+      err: sink(),
+      env: {},
+      signal: stop.signal,
+    });
+    assert.equal(code, 0);
+    assert.deepEqual(
+      outcomes.map((o) => o.status ?? o.error),
+      [200, 200, 'interrupted'],
+    );
+    assert.equal(n, 3);
+    assert.match(out.text, /interrupted: 3 of 10 sent/);
+    assert.match(out.text, / {2}1 {2}\.\.~/);
+  });
+
   test('some answers among failures: exit 0', async () => {
     let n = 0;
     const url = await listen(
@@ -148,4 +178,68 @@ describe('floodgate burst against real servers', () => {
       [200, 'ECONNRESET', 200, 'ECONNRESET'],
     );
   });
+});
+
+describe('floodgate burst reads the fields of the usual limiters', () => {
+  for (const standardHeaders of ['draft-6', 'draft-7', 'draft-8'] as const) {
+    test(`express-rate-limit, standardHeaders: '${standardHeaders}', legacy headers too`, async () => {
+      const app = express();
+      app.use(rateLimit({ windowMs: 60_000, limit: 3, standardHeaders, legacyHeaders: true }));
+      app.get('/', (_req, res) => {
+        res.send('ok');
+      });
+      const url = await listen(http.createServer(app));
+      const out = sink();
+      const { outcomes } = await runBurst(burst(url, { requests: 5, concurrency: 1 }), {
+        out,
+        err: sink(),
+        env: {},
+      });
+      assert.deepEqual(
+        outcomes.map((o) => o.status),
+        [200, 200, 200, 429, 429],
+      );
+      const dialect = standardHeaders === 'draft-8' ? 'draft-10' : standardHeaders;
+      const quotas = outcomes[0].reading.quotas;
+      assert.deepEqual(
+        quotas.map((q) => [q.dialect, q.limit, q.remaining]),
+        [
+          [dialect, 3, 2],
+          ['x-ratelimit', 3, 2],
+        ],
+      );
+      // X-RateLimit-Reset is a Unix time in seconds, measured from the response's Date (whole seconds too).
+      assert.ok(quotas.every((q) => q.resetMs !== undefined && q.resetMs > 0 && q.resetMs <= 61_000));
+      assert.match(out.text, /remaining: 2 1 0×3/);
+      assert.equal(outcomes[4].reading.retryAfterMs !== undefined, true);
+    });
+  }
+
+  for (const enableDraftSpec of [false, true]) {
+    test(`@fastify/rate-limit, enableDraftSpec: ${enableDraftSpec}`, async () => {
+      const app = Fastify();
+      await app.register(fastifyRateLimit, { max: 2, timeWindow: 60_000, enableDraftSpec });
+      app.get('/', async () => 'ok');
+      const url = await app.listen({ port: 0, host: '127.0.0.1' });
+      try {
+        const { outcomes } = await runBurst(burst(`${url}/`, { requests: 3, concurrency: 1 }), {
+          out: sink(),
+          err: sink(),
+          env: {},
+        });
+        assert.deepEqual(
+          outcomes.map((o) => o.status),
+          [200, 200, 429],
+        );
+        const [quota] = outcomes[0].reading.quotas;
+        assert.equal(quota.dialect, enableDraftSpec ? 'draft-6' : 'x-ratelimit');
+        assert.deepEqual([quota.limit, quota.remaining], [2, 1]);
+        // Its reset is in seconds from now, in both dialects.
+        assert.ok(quota.resetMs !== undefined && quota.resetMs > 0 && quota.resetMs <= 60_000);
+        assert.ok(outcomes[2].reading.retryAfterMs !== undefined);
+      } finally {
+        await app.close();
+      }
+    });
+  }
 });

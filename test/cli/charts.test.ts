@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { renderPage } from '../../src/cli/charts/html.ts';
 import { busiest, type EventsChart, type GanttChart, type LevelChart } from '../../src/cli/charts/model.ts';
 import { renderChart } from '../../src/cli/charts/text.ts';
-import { palette, visible, wrap } from '../../src/cli/ui.ts';
+import { colourFor, palette, terminalWidth, visible, wrap } from '../../src/cli/ui.ts';
 
 const plain = palette(false);
 
@@ -136,5 +136,22 @@ describe('renderPage()', () => {
     assert.equal(html.match(/<svg /g)?.length, 1);
     assert.equal(html.match(/<circle /g)?.length, 40);
     assert.doesNotMatch(html, /<script|<link|src=/);
+  });
+});
+
+describe('colourFor() and terminalWidth()', () => {
+  test('colour on a terminal only, never with NO_COLOR (even empty) or TERM=dumb', () => {
+    assert.equal(colourFor({ isTTY: true }, {}), true);
+    assert.equal(colourFor({ isTTY: false }, {}), false);
+    assert.equal(colourFor({}, {}), false);
+    assert.equal(colourFor({ isTTY: true }, { NO_COLOR: '' }), false);
+    assert.equal(colourFor({ isTTY: true }, { TERM: 'dumb' }), false);
+  });
+
+  test("the terminal's width, at most 100; 100 when it does not say", () => {
+    assert.equal(terminalWidth(72), 72);
+    assert.equal(terminalWidth(240), 100);
+    assert.equal(terminalWidth(0), 100);
+    assert.equal(terminalWidth(undefined), 100);
   });
 });

@@ -66,6 +66,25 @@ describe('renderTimeline()', () => {
     ]);
   });
 
+  test('a long burst: the first and last lines drawn, the middle summed up, the first 429 always shown', () => {
+    // 10 000 requests at 80 columns: 60 to a line, 167 lines.
+    const spec = Array.from({ length: 10_000 }, (_, i) => (i === 5_000 ? 429 : 200));
+    const lines = renderTimeline(outcomes(spec), plain, 80);
+    const drawn = lines.filter((l) => /^ *\d+ {2}[.x]/.test(l));
+    assert.equal(drawn.length, 24 + 1 + 8);
+    assert.equal(drawn[0].trim().split(/\s+/)[0], '1');
+    assert.equal(drawn[24].trim().split(/\s+/)[0], '4981');
+    assert.ok(lines.includes(`${' '.repeat(30)}^ first 429: request #5001`));
+    assert.deepEqual(
+      lines.filter((l) => l.includes('not drawn')),
+      [
+        '     …  requests #1441–#4980 not drawn: 3540 × .',
+        '     …  requests #5041–#9540 not drawn: 4500 × .',
+      ],
+    );
+    assert.equal(drawn.at(-1)!.trim().split(/\s+/)[0], '9961');
+  });
+
   test('no 429, no caret', () => {
     const lines = renderTimeline(outcomes([200, 500]), plain, 80);
     assert.deepEqual(lines, [' 1  .5', '. 2xx   5 5xx']);
@@ -95,6 +114,18 @@ describe('renderCountdown()', () => {
       'RateLimit + RateLimit-Policy (IETF draft 8+): policy "api", limit 5, last reset in 9 s',
       '  remaining: 4 3 2 1 0×4',
     ]);
+  });
+
+  test('a long countdown wraps at spaces within the width', () => {
+    const spec = Array(40).fill(200) as number[];
+    const lines = renderCountdown(
+      outcomes(spec, (i) => 100 - i),
+      plain,
+      40,
+    ).slice(1);
+    assert.ok(lines.length > 1);
+    for (const line of lines) assert.ok(line.length <= 40, line);
+    assert.equal(lines.join(' ').replace(/\s+/g, ' ').trim().split(' ').length, 41);
   });
 
   test('says so when no answer had rate-limit fields', () => {

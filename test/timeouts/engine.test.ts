@@ -32,7 +32,7 @@ describe('options are validated at construction', () => {
     [
       'an unknown policy key',
       { policies: { a: { timeout: 1, code: 503 } } },
-      /policies\.a\.code is not/,
+      /policies\.a: unknown option "code"/,
       TypeError,
     ],
     [

@@ -1,4 +1,4 @@
-import type { Palette } from '../ui.ts';
+import { type Palette, wrap } from '../ui.ts';
 import { busiest, type Chart, type EventsChart, type GanttChart, type LevelChart } from './model.ts';
 
 /**
@@ -7,8 +7,16 @@ import { busiest, type Chart, type EventsChart, type GanttChart, type LevelChart
  */
 export function renderChart(chart: Chart, paint: Palette, width: number): string[] {
   if (chart.kind === 'events') return renderEvents(chart, paint, width);
-  if (chart.kind === 'level') return renderLevel(chart, paint);
+  if (chart.kind === 'level') return renderLevel(chart, paint, width);
   return renderGantt(chart, paint, width);
+}
+
+/** A legend under a chart: dim, wrapped to `width` at spaces, every line indented by `indent`. */
+function legend(text: string, indent: number, paint: Palette, width: number): string[] {
+  const pad = ' '.repeat(indent);
+  return wrap(text, pad, pad, width)
+    .split('\n')
+    .map((line) => paint.dim(line));
 }
 
 const BARS = '▂▃▄▅▆▇█';
@@ -63,14 +71,17 @@ function renderEvents(chart: EventsChart, paint: Palette, width: number): string
     }
   });
   lines.push(
-    paint.dim(
-      `${' '.repeat(lead)}${BARS.at(-1)} requests (taller: more in that instant)  │ ${chart.marks.map((m) => m.label).join(', ')}`,
+    ...legend(
+      `${BARS.at(-1)} requests (taller: more in that instant)   │ ${chart.marks.map((m) => m.label).join(', ')}`,
+      lead,
+      paint,
+      width,
     ),
   );
   return lines;
 }
 
-function renderLevel(chart: LevelChart, paint: Palette): string[] {
+function renderLevel(chart: LevelChart, paint: Palette, width: number): string[] {
   const height = Math.min(chart.max, 5);
   const perRow = chart.max / height;
   const gutter = String(chart.max).length + 1;
@@ -101,8 +112,11 @@ function renderLevel(chart: LevelChart, paint: Palette): string[] {
     `${' '.repeat(gutter)}  ${paint.dim(each((segment, s) => segment.label.padEnd(widths[s]), '   ').trimEnd())}`,
   );
   rows.push(
-    paint.dim(
-      `${' '.repeat(gutter)}  one column per request: █ ${chart.unit} left after it (▄ half a row), + passed, x refused`,
+    ...legend(
+      `one column per request: █ ${chart.unit} left after it (▄ half a row), + passed, x refused`,
+      gutter + 2,
+      paint,
+      width,
     ),
   );
   return rows;
@@ -130,6 +144,6 @@ function renderGantt(chart: GanttChart, paint: Palette, width: number): string[]
     }
     lines.push(`${row.label.padEnd(labelWidth)}${cells}  ${paint.status(row.status)}`);
   }
-  lines.push(paint.dim(`${' '.repeat(labelWidth)}░ queued  █ working  │ the deadline, queue included`));
+  lines.push(...legend('░ queued   █ working   │ the deadline, queue included', labelWidth, paint, width));
   return lines;
 }

@@ -4,7 +4,7 @@ import { rateLimiting } from '../../adapters/node/rate-limiting.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { Chart } from '../charts/model.ts';
 import { renderChart } from '../charts/text.ts';
-import { bold, cyan, dim, out, print, setProgress, status, terminalWidth, visible, wrap } from '../ui.ts';
+import { bold, cyan, dim, out, print, setProgress, status, stdoutWidth, visible, wrap } from '../ui.ts';
 
 /**
  * What every chapter of the tour uses: a clock the tour can move forward (so time-based lessons need no
@@ -139,8 +139,8 @@ export class Tour {
   chart(chart: Chart): void {
     this.charts.push({ chapter: this.title, chart });
     print();
-    print(`${INDENT}${bold(chart.title)}`);
-    for (const text of renderChart(chart, out, terminalWidth() - INDENT.length)) print(INDENT + text);
+    print(bold(wrap(chart.title, INDENT)));
+    for (const text of renderChart(chart, out, stdoutWidth() - INDENT.length)) print(INDENT + text);
     print();
   }
 
@@ -176,7 +176,7 @@ export function say(text: string): void {
  * spaces with `rest` before each following line.
  */
 function fit(first: string, text: string, rest = INDENT): void {
-  if (visible(first) + visible(text) <= terminalWidth()) print(first + text);
+  if (visible(first) + visible(text) <= stdoutWidth()) print(first + text);
   else print(wrap(text, first, rest));
 }
 

@@ -3,9 +3,11 @@ import { ChainLimiter } from '../../limiters/chain.ts';
 import type { Lease } from '../../limiters/lease.ts';
 import { PartitionedLimiter } from '../../limiters/partitioned.ts';
 import { RateLimiter } from '../../limiters/rate-limiter.ts';
+import { rejectUnknown } from '../../options/known.ts';
 import { RedisChainLimiter } from '../../redis/chain.ts';
 import { RedisLimiter, RedisPartitionedLimiter } from '../../redis/limiters.ts';
 import {
+  checkSecret,
   type HeaderStyle,
   type PartitionKeyHasher,
   parseHeaderStyles,
@@ -77,6 +79,21 @@ export interface RateLimitPolicyOptions<Req = unknown, Res = unknown> {
   name?: string;
 }
 
+/**
+ * Every option name of {@link RateLimitPolicyOptions}: any other is refused, with the closest of these named.
+ * Add a name here with its option.
+ */
+export const RATE_LIMIT_POLICY_OPTION_NAMES: readonly string[] = [
+  'limiter',
+  'onRejected',
+  'name',
+  'skip',
+  'skipSuccessfulRequests',
+  'skipFailedRequests',
+  'requestWasSuccessful',
+  'validate',
+];
+
 /** A policy: a limiter, or a limiter with options. */
 export type RateLimitPolicy<Req = unknown, Res = unknown> = HttpLimiter | RateLimitPolicyOptions<Req, Res>;
 
@@ -101,11 +118,34 @@ export interface RateLimitingOptions<Req = unknown, Res = unknown> {
    * `Retry-After` is always sent on a rejection when a time is known.
    */
   headers?: HeaderStyle | readonly HeaderStyle[];
-  /** Salt for the `pk` hashes of partition keys: share it between instances so clients see one `pk`. */
+  /**
+   * Salt for the `pk` hashes of partition keys, at least 16 characters: share it between instances so clients
+   * see one `pk`. Default: random per process.
+   */
   partitionKeySecret?: string;
   /** Decide and report (headers, metrics, `onRejected` with `dryRun: true`) but let every request through. */
   dryRun?: boolean;
 }
+
+/**
+ * Every option name of {@link RateLimitingOptions}: any other is refused, with the closest of these named.
+ * Add a name here with its option.
+ */
+export const RATE_LIMITING_OPTION_NAMES: readonly string[] = [
+  'global',
+  'policies',
+  'onRejected',
+  'status',
+  'body',
+  'headers',
+  'partitionKeySecret',
+  'dryRun',
+  'skip',
+  'skipSuccessfulRequests',
+  'skipFailedRequests',
+  'requestWasSuccessful',
+  'validate',
+];
 
 /** A validated policy. */
 export interface Policy {
@@ -134,26 +174,13 @@ export interface ResolvedOptions {
 /** The name of the global limiter in headers and metrics. */
 export const GLOBAL = 'global';
 
-const KNOWN = new Set([
-  'global',
-  'policies',
-  'onRejected',
-  'status',
-  'body',
-  'headers',
-  'partitionKeySecret',
-  'dryRun',
-]);
-
 /** Validates `rateLimiting()` options; throws a `TypeError`/`RangeError` naming the option and the value. */
 export function resolveOptions(options: RateLimitingOptions | undefined): ResolvedOptions {
   const o = options ?? {};
   if (typeof o !== 'object' || o === null) {
     throw new TypeError(`rateLimiting: options must be an object; got ${describe(options)}`);
   }
-  for (const key of Object.keys(o)) {
-    if (!KNOWN.has(key)) throw new TypeError(`rateLimiting: unknown option ${describe(key)}`);
-  }
+  rejectUnknown('rateLimiting', o, RATE_LIMITING_OPTION_NAMES);
   const onRejected = hook('rateLimiting: onRejected', o.onRejected);
   const global =
     o.global === undefined ? undefined : buildPolicy('rateLimiting: global', GLOBAL, o.global, false);
@@ -186,6 +213,8 @@ export function resolveOptions(options: RateLimitingOptions | undefined): Resolv
   if (o.dryRun !== undefined && typeof o.dryRun !== 'boolean') {
     throw new TypeError(`rateLimiting: dryRun must be a boolean; got ${describe(o.dryRun)}`);
   }
+  if (o.partitionKeySecret !== undefined)
+    checkSecret('rateLimiting: partitionKeySecret', o.partitionKeySecret);
   const hasher = partitionKeyHasher(
     o.partitionKeySecret === undefined ? {} : { secret: o.partitionKeySecret },
   );
@@ -200,11 +229,7 @@ export function buildPolicy(where: string, name: string, spec: unknown, withOpti
   if (isLimiter(spec)) return { name, members: flatten(spec), onRejected: undefined };
   if (withOptions && typeof spec === 'object' && spec !== null && !Array.isArray(spec)) {
     const options = spec as RateLimitPolicyOptions;
-    for (const key of Object.keys(options)) {
-      if (key !== 'limiter' && key !== 'onRejected' && key !== 'name') {
-        throw new TypeError(`${where}: unknown option ${describe(key)}`);
-      }
-    }
+    rejectUnknown(where, options, RATE_LIMIT_POLICY_OPTION_NAMES);
     if (!isLimiter(options.limiter)) {
       throw new TypeError(
         `${where}.limiter must be a limiter (fixedWindow(...), partitioned(...), chain(...)); got ${describe(options.limiter)}`,

@@ -1,4 +1,5 @@
 import { describe } from '../../duration.ts';
+import { rejectUnknown } from '../../options/known.ts';
 import { buildPolicy, type TimeoutPolicy, type TimeoutPolicySpec } from './policy.ts';
 
 /** What {@link RequestTimeoutsOptions.onTimeout} receives when a deadline passes with the request unanswered. */
@@ -49,7 +50,16 @@ export interface ResolvedOptions {
   readonly onOverrun: ((info: OverrunInfo) => void) | undefined;
 }
 
-const KEYS = new Set(['default', 'policies', 'onTimeout', 'onOverrun']);
+/**
+ * Every option name of {@link RequestTimeoutsOptions}: any other is refused, with the closest of these named.
+ * Add a name here with its option.
+ */
+export const REQUEST_TIMEOUTS_OPTION_NAMES: readonly string[] = [
+  'default',
+  'policies',
+  'onTimeout',
+  'onOverrun',
+];
 const DURATION_LIKE = /^\s*\d+(?:\.\d+)?(?:ms|s|m|h)\s*$/;
 
 /** Validates the options: `TypeError` / `RangeError` naming the option and the value. */
@@ -58,9 +68,7 @@ export function resolveOptions(options: unknown): ResolvedOptions {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new TypeError(`requestTimeouts options must be an object; got ${describe(options)}`);
   }
-  for (const key of Object.keys(options)) {
-    if (!KEYS.has(key)) throw new TypeError(`requestTimeouts: unknown option ${describe(key)}`);
-  }
+  rejectUnknown('requestTimeouts', options, REQUEST_TIMEOUTS_OPTION_NAMES);
   const o = options as RequestTimeoutsOptions;
   const defaultPolicy =
     o.default === undefined ? undefined : buildPolicy('default', 'default', o.default, undefined);

@@ -1,5 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import { type Duration, describe, parseDuration } from '../../duration.ts';
+import { rejectUnknown } from '../../options/known.ts';
 
 /** What a timeout policy says: how long a request may run and what the client gets when it runs out. */
 export interface TimeoutPolicyOptions {
@@ -28,7 +29,17 @@ export interface TimeoutPolicy {
   readonly body: Buffer;
 }
 
-const POLICY_KEYS = new Set(['timeout', 'status', 'headers', 'body']);
+/**
+ * Every option name of {@link TimeoutPolicyOptions}: any other is refused, with the closest of these named.
+ * Add a name here with its option.
+ */
+export const TIMEOUT_POLICY_OPTION_NAMES: readonly string[] = [
+  'timeout',
+  'status',
+  'headers',
+  'body',
+  'graceMs',
+];
 
 /** The answer of a policy that sets nothing: 504, no headers, empty body. */
 const BUILT_IN = { status: 504, headers: [] as Array<readonly [string, string]>, body: Buffer.alloc(0) };
@@ -53,9 +64,7 @@ export function buildPolicy(
       `${path} must be a duration or an object { timeout, status?, headers?, body? }; got ${describe(spec)}`,
     );
   }
-  for (const key of Object.keys(spec)) {
-    if (!POLICY_KEYS.has(key)) throw new TypeError(`${path}.${key} is not a timeout policy option`);
-  }
+  rejectUnknown(`requestTimeouts: ${path}`, spec, TIMEOUT_POLICY_OPTION_NAMES);
   const options = spec as TimeoutPolicyOptions;
   const ms = parseDuration(`${path}.timeout`, options.timeout);
   const status =
