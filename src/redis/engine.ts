@@ -25,6 +25,8 @@ export interface BoundMember {
   /** The limiter's t = 0 on the store's clock ('' when a fresh state anchors at its first request). */
   origin: string;
   owner: Owner;
+  /** The partition key of a partitioned limiter's member (its leases' `key`), else undefined. */
+  partKey: string | undefined;
 }
 
 /** The partitions one request binds to (one member, or a chain's members). */
@@ -272,8 +274,9 @@ export class Engine {
     telemetry().storeUnavailable.add(1, { limiter: first.owner.name });
     const policy = this.options.onUnavailable;
     const limit = first.spec.algorithm.limit;
+    let lease: Lease;
     if (policy === 'fail-open') {
-      return new Lease(
+      lease = new Lease(
         true,
         undefined,
         undefined,
@@ -282,16 +285,26 @@ export class Engine {
         undefined,
         first.owner,
       );
+    } else if (policy === 'fail-closed') {
+      lease = new Lease(false, 'unavailable', this.options.retryIntervalMs, limit, 0, undefined, first.owner);
+    } else {
+      try {
+        if ('core' in policy) lease = policy.tryAcquire(Math.min(permits, policy.limit));
+        else return policy.tryAcquire(binding.partKey ?? first.owner.name, permits);
+      } catch {
+        lease = new Lease(
+          false,
+          'unavailable',
+          this.options.retryIntervalMs,
+          limit,
+          0,
+          undefined,
+          first.owner,
+        );
+      }
     }
-    if (policy === 'fail-closed') {
-      return new Lease(false, 'unavailable', this.options.retryIntervalMs, limit, 0, undefined, first.owner);
-    }
-    try {
-      if ('core' in policy) return policy.tryAcquire(Math.min(permits, policy.limit));
-      return policy.tryAcquire(binding.partKey ?? first.owner.name, permits);
-    } catch {
-      return new Lease(false, 'unavailable', this.options.retryIntervalMs, limit, 0, undefined, first.owner);
-    }
+    lease.key = first.partKey;
+    return lease;
   }
 
   private toLease(
@@ -316,6 +329,7 @@ export class Engine {
         decodeNumber(reply[2]),
         m.owner,
       );
+      lease.key = m.partKey;
       return { lease, blocked: -1, local: false };
     }
     if (reply[0] === '1') {
@@ -339,6 +353,7 @@ export class Engine {
             m.owner,
           );
         }
+        leases[i].key = m.partKey;
         if (leases[i].remaining < leases[decisive].remaining) decisive = i;
       }
       const lease = binding.chain
@@ -359,6 +374,7 @@ export class Engine {
       decodeNumber(reply[5]),
       m.owner,
     );
+    lease.key = m.partKey;
     if (!binding.chain) return { lease, blocked: index, local: false };
     const chained = new ChainLease(lease, decodeNumber(reply[3]), [lease], lease.source);
     return { lease: chained, blocked: index, local: false };
