@@ -52,7 +52,7 @@ export interface Decided {
  */
 export class Engine {
   readonly dispatcher: Dispatcher;
-  /** Decisions answered by `onUnavailable` because Redis failed or was late. */
+  /** Decisions answered by `onUnavailable`: Redis failed or was late, or was skipped after a failure. */
   unavailable = 0;
   private openUntil = Number.NEGATIVE_INFINITY;
   private readonly blockedUntil = new Map<string, { until: number; lease: Lease }>();
@@ -259,7 +259,6 @@ export class Engine {
   }
 
   private failed(error: StoreUnavailableError): void {
-    this.unavailable++;
     this.openUntil = performance.now() + this.options.retryIntervalMs;
     this.options.onError?.(error);
   }
@@ -271,6 +270,7 @@ export class Engine {
    */
   fallback(binding: Binding, permits: number): Lease {
     const first = binding.members[0];
+    this.unavailable++;
     telemetry().storeUnavailable.add(1, { limiter: first.owner.name });
     const policy = this.options.onUnavailable;
     const limit = first.spec.algorithm.limit;

@@ -7,7 +7,12 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { fixedWindow, type Lease } from '../../src/index.ts';
-import { type RedisLimiter, type RedisStore, redisStore } from '../../src/redis/index.ts';
+import {
+  isUnavailableAnswer,
+  type RedisLimiter,
+  type RedisStore,
+  redisStore,
+} from '../../src/redis/index.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { clients } from './clients.ts';
 import { uniqueName } from './twin.ts';
@@ -185,3 +190,24 @@ for (const [clientName, connect] of Object.entries(clients)) {
     assert.equal(unhandled, 0, 'no unhandled rejection');
   });
 }
+
+test('store.unavailable counts every onUnavailable answer, those skipped during retryIntervalMs too', async () => {
+  const server = await RedisServer.start();
+  const c = await clients.ioredis(server.port);
+  const store = redisStore({ client: c.client, timeoutMs: DEADLINE, retryIntervalMs: 60_000 });
+  const limiter = store.limiter(fixedWindow({ permitLimit: 100, window: 60_000 }), { name: uniqueName() });
+  try {
+    assert.ok((await limiter.tryAcquire()).granted);
+    server.pause();
+    // The first misses its deadline; the next ten skip Redis (the retry interval is a minute).
+    const first = await limiter.tryAcquire();
+    const rest = await Promise.all(Array.from({ length: 10 }, () => limiter.tryAcquire()));
+    const answered = [first, ...rest].filter((l) => isUnavailableAnswer(l)).length;
+    assert.equal(answered, 11, 'every lease is onUnavailable’s');
+    assert.equal(store.unavailable, 11);
+  } finally {
+    server.resume();
+    await c.close();
+    await server.stop();
+  }
+});
