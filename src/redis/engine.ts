@@ -54,7 +54,12 @@ export class Engine {
   readonly dispatcher: Dispatcher;
   /** Decisions answered by `onUnavailable`: Redis failed or was late, or was skipped after a failure. */
   unavailable = 0;
-  private openUntil = Number.NEGATIVE_INFINITY;
+  /**
+   * Until when decisions skip Redis after a failure, per scope ({@link scopeOf}: the node that failed, else its
+   * slot): keys served by healthy nodes keep deciding on Redis. Empty while nothing failed (the common case costs
+   * one size check).
+   */
+  private readonly skipUntil = new Map<string, number>();
   private readonly blockedUntil = new Map<string, { until: number; lease: Lease }>();
   private readonly leasePrefix = randomBytes(6).toString('base64url');
   private leaseCounter = 0;
@@ -130,13 +135,17 @@ export class Engine {
       }
       if (hit) this.blockedUntil.delete(cacheKey);
     }
-    // The clock is read only while decisions skip Redis after a failure.
-    if (this.openUntil !== Number.NEGATIVE_INFINITY) {
-      if (performance.now() < this.openUntil) {
-        const decided: Decided = { lease: this.fallback(binding, permits), blocked: -1, local: true };
-        return Promise.resolve(asLease ? leaseOf(decided) : decided);
+    // The scope and the clock are read only while some decisions skip Redis after a failure.
+    if (this.skipUntil.size > 0) {
+      const scope = this.scopeOf(binding);
+      const until = this.skipUntil.get(scope);
+      if (until !== undefined) {
+        if (performance.now() < until) {
+          const decided: Decided = { lease: this.fallback(binding, permits), blocked: -1, local: true };
+          return Promise.resolve(asLease ? leaseOf(decided) : decided);
+        }
+        this.skipUntil.delete(scope);
       }
-      this.openUntil = Number.NEGATIVE_INFINITY;
     }
     let leaseId = '';
     for (const m of binding.members) {
@@ -203,7 +212,7 @@ export class Engine {
 
   /** @internal Redis failed or was late for `decision`: skip it for a while; `onUnavailable` answers. */
   unanswered(d: Decision, error: StoreUnavailableError): Decided {
-    this.failed(error);
+    this.failed(d.binding, error);
     return { lease: this.fallback(d.binding, d.permits), blocked: -1, local: true };
   }
 
@@ -258,9 +267,20 @@ export class Engine {
     return text;
   }
 
-  private failed(error: StoreUnavailableError): void {
-    this.openUntil = performance.now() + this.options.retryIntervalMs;
+  /** Decisions in the scope of `binding` skip Redis for `retryIntervalMs`, then try it again. */
+  private failed(binding: Binding, error: StoreUnavailableError): void {
+    this.skipUntil.set(this.scopeOf(binding), performance.now() + this.options.retryIntervalMs);
     this.options.onError?.(error);
+  }
+
+  /**
+   * What a failure of `binding`'s call says is failing: the node serving its slot as the client's slot map says
+   * now (a failover moves the slot to a node that is not skipped), else the slot; without Cluster, the one node.
+   */
+  private scopeOf(binding: Binding): string {
+    if (!this.runner.cluster) return '';
+    const slot = keySlot(binding.members[0].key);
+    return this.runner.nodeOf?.(slot) ?? `slot ${slot}`;
   }
 
   /**
