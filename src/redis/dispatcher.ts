@@ -25,6 +25,11 @@ export interface Request {
   answer(reply: string): void;
   /** Redis failed or missed the deadline. Must not throw. */
   fail(error: StoreUnavailableError): void;
+  /**
+   * For a request that may hold something in Redis (a concurrency permit): its reply, come after it missed its
+   * deadline, so that what it granted is given back. Must not throw.
+   */
+  readonly late?: ((reply: string) => void) | undefined;
 }
 
 /** A script call in flight. */
@@ -42,6 +47,8 @@ interface Call {
    */
   split: boolean;
   left: number;
+  /** Failed at its deadline with requests that want a late reply ({@link Request.late}): its requests, kept. */
+  lateRequests: Request[] | undefined;
 }
 
 // A bigger batch holds Redis longer; past this the gain per request is small.
@@ -50,7 +57,15 @@ const MAX_BATCH = 128;
 const MIN_SPLIT = 16;
 const NONE: Request[] = [];
 // What an emptied slot of the calls in flight holds: one object, so the array keeps one element kind.
-const SETTLED: Call = { requests: NONE, deadline: 0, settled: true, slot: 0, split: false, left: 0 };
+const SETTLED: Call = {
+  requests: NONE,
+  deadline: 0,
+  settled: true,
+  slot: 0,
+  split: false,
+  left: 0,
+  lateRequests: undefined,
+};
 // A request of a split call that has its answer.
 const ANSWERED: Request = { key: '', keysTo() {}, argsTo() {}, answer() {}, fail() {} };
 /**
@@ -169,6 +184,7 @@ export class Dispatcher {
       slot,
       split: false,
       left: 0,
+      lateRequests: undefined,
     };
     this.queue.push(call);
     this.outstanding += requests.length;
@@ -248,6 +264,10 @@ export class Dispatcher {
         argv.numKeys,
         argv.args,
         (reply) => {
+          if (call.settled && call.lateRequests !== undefined && typeof reply === 'string') {
+            request.late?.(reply);
+            return;
+          }
           if (call.settled || call.requests[i] !== request) return;
           done();
           if (typeof reply === 'string') request.answer(reply);
@@ -272,7 +292,11 @@ export class Dispatcher {
   }
 
   private answered(call: Call, reply: unknown): void {
-    if (call.settled || call.split) return;
+    if (call.settled) {
+      if (call.lateRequests !== undefined) this.answeredLate(call, reply);
+      return;
+    }
+    if (call.split) return;
     const requests = call.requests;
     const answers = typeof reply !== 'string' ? [] : requests.length === 1 ? [reply] : reply.split(';');
     if (answers.length !== requests.length) {
@@ -284,6 +308,16 @@ export class Dispatcher {
     }
     this.settle(call);
     for (let i = 0; i < requests.length; i++) requests[i].answer(answers[i]);
+  }
+
+  /** The reply of a call failed at its deadline: each request that wants it gives back what it was granted. */
+  private answeredLate(call: Call, reply: unknown): void {
+    const requests = call.lateRequests!;
+    call.lateRequests = undefined;
+    if (typeof reply !== 'string') return;
+    const answers = requests.length === 1 ? [reply] : reply.split(';');
+    if (answers.length !== requests.length) return;
+    for (let i = 0; i < requests.length; i++) requests[i].late?.(answers[i]);
   }
 
   private failed(call: Call, error: StoreUnavailableError): void {
@@ -329,6 +363,8 @@ export class Dispatcher {
       if (this.runner.cluster && !call.split && call.requests.length > 1) {
         this.unstable.set(call.slot, performance.now() + UNSTABLE_MS);
       }
+      // Redis may still run it (a paused server answers its backlog): keep what must be given back then.
+      if (call.requests.some((r) => r.late !== undefined)) call.lateRequests = call.requests;
       this.failed(call, new StoreUnavailableError(`Redis did not answer within ${this.timeoutMs} ms`));
     }
   };

@@ -210,6 +210,16 @@ export class Engine {
     return decided;
   }
 
+  /**
+   * @internal Redis answered `decision` after its deadline (`onUnavailable` answered it): a granted concurrency
+   * permit nobody holds is released now, not left to `leaseTtlMs` (a time-based permit is spent).
+   */
+  answeredLate(d: Decision, reply: string): void {
+    if (reply.charCodeAt(0) !== 49 /* '1' */ || d.leaseId === '') return;
+    this.leaseOp(d.binding, 'x', d.leaseId);
+    for (const m of d.binding.members) if (!m.spec.algorithm.timeBased) this.options.onRelease(m.key);
+  }
+
   /** @internal Redis failed or was late for `decision`: skip it for a while; `onUnavailable` answers. */
   unanswered(d: Decision, error: StoreUnavailableError): Decided {
     this.failed(d.binding, error);
