@@ -104,6 +104,8 @@ export class Dispatcher {
   private queue: Call[] = [];
   private head = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
+  /** The timer fired and the calls due are failed after this turn's I/O ({@link expire}). */
+  private expiring = false;
   /** Requests sent and not answered yet. */
   private outstanding = 0;
   /** Slots being migrated (Cluster): until when their requests go one per call. Empty in the common case. */
@@ -188,7 +190,7 @@ export class Dispatcher {
     };
     this.queue.push(call);
     this.outstanding += requests.length;
-    this.timer ??= setTimeout(this.sweep, this.timeoutMs);
+    if (!this.expiring) this.timer ??= setTimeout(this.sweep, this.timeoutMs);
     // Callbacks written inline: a named one would be renamed on every call where esbuild keeps names (tsx).
     try {
       this.runner.run(
@@ -348,13 +350,22 @@ export class Dispatcher {
   /** Fails the calls past their deadline, then waits for the next one's. */
   private readonly sweep = (): void => {
     this.timer = undefined;
+    // Timers run before the event loop reads its sockets: after a busy stretch (a burst encoded, answers decoded)
+    // the replies of calls due now may be read already by the kernel, not yet by this process. They are failed
+    // only after this turn's I/O (setImmediate runs after the poll phase): a reply that came is not a timeout.
+    this.expiring = true;
+    setImmediate(this.expire);
+  };
+
+  private readonly expire = (): void => {
+    this.expiring = false;
     // Within a millisecond counts as due: a timer's own resolution is a millisecond.
     const due = performance.now() + 1;
     // Failing the head settles it, which moves the head on.
     while (this.head < this.queue.length) {
       const call = this.queue[this.head];
       if (call.deadline > due) {
-        this.timer = setTimeout(this.sweep, call.deadline - due + 1);
+        this.timer ??= setTimeout(this.sweep, call.deadline - due + 1);
         return;
       }
       // A call over several keys of a slot that missed its deadline in a Cluster may be a client retrying
