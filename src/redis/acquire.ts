@@ -129,7 +129,7 @@ export class Waiting {
     const m = binding.members[0];
     m.owner.rejected++;
     const last = queue.last;
-    return new Lease(
+    const lease = new Lease(
       false,
       'evicted',
       last?.retryAfterMs,
@@ -138,6 +138,8 @@ export class Waiting {
       last?.resetAfterMs,
       last?.source ?? m.owner,
     );
+    lease.key = m.partKey;
+    return lease;
   }
 }
 

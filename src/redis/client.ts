@@ -10,6 +10,11 @@ import type { Script } from './script.ts';
  */
 export interface ScriptRunner {
   readonly cluster: boolean;
+  /**
+   * The node serving `slot` as the client's own slot map says now (`host:port`), or undefined when it does not
+   * say: a failure is then scoped to the slot alone.
+   */
+  nodeOf?(slot: number): string | undefined;
   run(
     script: Script,
     numKeys: number,
@@ -48,6 +53,7 @@ export type RedisClientLike = IoRedisLike | NodeRedisLike;
 /** How one client runs the decision code: as a Function, or as a script. */
 interface Calls {
   cluster: boolean;
+  nodeOf?(slot: number): string | undefined;
   /** `FCALL`, if the client can send it. */
   fcall?(fn: string, numKeys: number, keysAndArgs: readonly string[]): Promise<unknown>;
   /** `FUNCTION LOAD REPLACE` on every node that may run a decision (every master of a Cluster). */
@@ -116,6 +122,7 @@ function runner(calls: Calls): ScriptRunner {
   };
   return {
     cluster: calls.cluster,
+    nodeOf: calls.nodeOf,
     run(script, numKeys, keysAndArgs, onReply, onError) {
       if (!functions) {
         viaScript(script, numKeys, keysAndArgs).then(onReply, onError);
@@ -138,8 +145,16 @@ function ioredis(client: IoRedisLike): Calls {
   let nodes: (() => Pick<Required<IoRedisLike>, 'call'>[]) | undefined;
   if (!cluster) nodes = () => [client as Required<IoRedisLike>];
   else if (typeof client.nodes === 'function') nodes = () => client.nodes!('master');
+  // ioredis' Cluster keeps its slot map as `slots[slot] = ['host:port' of the master, …replicas]`.
+  const slots = (client as { slots?: unknown }).slots;
   return {
     cluster,
+    nodeOf: Array.isArray(slots)
+      ? (slot) => {
+          const node = (client as unknown as { slots: (string[] | undefined)[] }).slots[slot]?.[0];
+          return typeof node === 'string' ? node : undefined;
+        }
+      : undefined,
     // ioredis flattens array arguments itself: no spread of a batch's hundreds of arguments.
     fcall: call && ((fn, numKeys, keysAndArgs) => call('FCALL', fn, String(numKeys), keysAndArgs as never)),
     load:
@@ -177,8 +192,16 @@ function nodeRedis(client: NodeRedisLike): Calls {
     };
   }
   const fCall = typeof client.fCall === 'function' ? client.fCall.bind(client) : undefined;
+  // node-redis' cluster keeps its slot map as `slots[slot].master.address` ('host:port').
+  type Shards = ({ master?: { address?: unknown } } | undefined)[];
   return {
     cluster,
+    nodeOf: cluster
+      ? (slot) => {
+          const address = (client as { slots?: Shards }).slots?.[slot]?.master?.address;
+          return typeof address === 'string' ? address : undefined;
+        }
+      : undefined,
     fcall: fCall && ((fn, numKeys, keysAndArgs) => fCall(fn, options(numKeys, keysAndArgs))),
     load,
     evalsha: (sha, numKeys, keysAndArgs) => client.evalSha(sha, options(numKeys, keysAndArgs)),

@@ -21,6 +21,18 @@ export class Decision implements Request {
     private readonly reject: (error: unknown) => void,
   ) {}
 
+  /** A decision that may be granted a concurrency permit: a reply after its deadline releases what it granted. */
+  get late(): ((reply: string) => void) | undefined {
+    if (this.leaseId === '') return undefined;
+    return (reply) => {
+      try {
+        this.engine.answeredLate(this, reply);
+      } catch {
+        // Left to the lease's TTL.
+      }
+    };
+  }
+
   get key(): string {
     return this.binding.members[0].key;
   }

@@ -25,6 +25,11 @@ export interface Request {
   answer(reply: string): void;
   /** Redis failed or missed the deadline. Must not throw. */
   fail(error: StoreUnavailableError): void;
+  /**
+   * For a request that may hold something in Redis (a concurrency permit): its reply, come after it missed its
+   * deadline, so that what it granted is given back. Must not throw.
+   */
+  readonly late?: ((reply: string) => void) | undefined;
 }
 
 /** A script call in flight. */
@@ -34,6 +39,16 @@ interface Call {
   /** `performance.now()` past which its requests fail. */
   readonly deadline: number;
   settled: boolean;
+  /** Its slot (0 without Cluster). */
+  readonly slot: number;
+  /**
+   * Split after TRYAGAIN: each request resent on its own, this call keeping their deadline. Answered requests are
+   * replaced by {@link ANSWERED}; `left` counts the others.
+   */
+  split: boolean;
+  left: number;
+  /** Failed at its deadline with requests that want a late reply ({@link Request.late}): its requests, kept. */
+  lateRequests: Request[] | undefined;
 }
 
 // A bigger batch holds Redis longer; past this the gain per request is small.
@@ -42,7 +57,25 @@ const MAX_BATCH = 128;
 const MIN_SPLIT = 16;
 const NONE: Request[] = [];
 // What an emptied slot of the calls in flight holds: one object, so the array keeps one element kind.
-const SETTLED: Call = { requests: NONE, deadline: 0, settled: true };
+const SETTLED: Call = {
+  requests: NONE,
+  deadline: 0,
+  settled: true,
+  slot: 0,
+  split: false,
+  left: 0,
+  lateRequests: undefined,
+};
+// A request of a split call that has its answer.
+const ANSWERED: Request = { key: '', keysTo() {}, argsTo() {}, answer() {}, fail() {} };
+/**
+ * After a TRYAGAIN (or a multi-key call that missed its deadline) in a Cluster, the slot's requests go one per call
+ * for this long: a slot being migrated refuses a call over several keys while some are moved and some not, and a
+ * call of one key follows the client's ASK redirection.
+ */
+const UNSTABLE_MS = 1000;
+// A lone request refused with TRYAGAIN (a chain's keys half moved) asks again after this, until its deadline.
+const TRYAGAIN_MS = 5;
 
 /**
  * Sends decisions to Redis with a deadline of its own per call (independent of the client's timeouts or its
@@ -71,8 +104,12 @@ export class Dispatcher {
   private queue: Call[] = [];
   private head = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
+  /** The timer fired and the calls due are failed after this turn's I/O ({@link expire}). */
+  private expiring = false;
   /** Requests sent and not answered yet. */
   private outstanding = 0;
+  /** Slots being migrated (Cluster): until when their requests go one per call. Empty in the common case. */
+  private readonly unstable = new Map<number, number>();
 
   constructor(
     private readonly runner: ScriptRunner,
@@ -85,10 +122,14 @@ export class Dispatcher {
     // With nothing in flight and nothing gathered, waiting for the tick's end only delays this decision: go now,
     // and the ones issued after it in this tick gather behind it (one decision at a time is never held back).
     if (!this.coalesce || (this.outstanding === 0 && !this.scheduled)) {
-      this.call([request]);
+      this.call([request], this.runner.cluster ? keySlot(request.key) : 0);
       return;
     }
     const slot = this.runner.cluster ? keySlot(request.key) : 0;
+    if (this.unstable.size > 0 && this.isUnstable(slot)) {
+      this.call([request], slot);
+      return;
+    }
     let group = this.groups.get(slot);
     if (group === undefined) {
       group = [];
@@ -102,7 +143,7 @@ export class Dispatcher {
     // flight).
     if (group.length >= MAX_BATCH || (group.length >= MIN_SPLIT && group.length >= this.outstanding)) {
       this.groups.set(slot, []);
-      this.call(group);
+      this.call(group, slot);
     } else if (!this.scheduled) {
       this.scheduled = true;
       // After the promise reactions of this tick: decisions issued by them join the batch too.
@@ -131,27 +172,31 @@ export class Dispatcher {
       const group = this.groups.get(slot)!;
       if (group.length === 0) continue;
       this.groups.set(slot, []);
-      this.call(group);
+      if (this.unstable.size > 0 && this.isUnstable(slot)) for (const r of group) this.call([r], slot);
+      else this.call(group, slot);
     }
   }
 
-  private call(requests: Request[]): void {
-    // KEYS, then ARGV: the number of requests and each request's arguments, built in one array.
-    const argv: string[] = [];
-    for (const r of requests) r.keysTo(argv);
-    const numKeys = argv.length;
-    argv.push(String(requests.length));
-    for (const r of requests) r.argsTo(argv);
-    const call: Call = { requests, deadline: performance.now() + this.timeoutMs, settled: false };
+  private call(requests: Request[], slot: number): void {
+    const argv = encode(requests);
+    const call: Call = {
+      requests,
+      deadline: performance.now() + this.timeoutMs,
+      settled: false,
+      slot,
+      split: false,
+      left: 0,
+      lateRequests: undefined,
+    };
     this.queue.push(call);
     this.outstanding += requests.length;
-    this.timer ??= setTimeout(this.sweep, this.timeoutMs);
+    if (!this.expiring) this.timer ??= setTimeout(this.sweep, this.timeoutMs);
     // Callbacks written inline: a named one would be renamed on every call where esbuild keeps names (tsx).
     try {
       this.runner.run(
         DECIDE_SCRIPT,
-        numKeys,
-        argv,
+        argv.numKeys,
+        argv.args,
         (reply) => this.answered(call, reply),
         (cause) => this.broke(call, cause),
       );
@@ -161,14 +206,99 @@ export class Dispatcher {
   }
 
   private broke(call: Call, cause: unknown): void {
-    this.failed(
-      call,
-      new StoreUnavailableError(`Redis failed: ${(cause as Error)?.message ?? cause}`, { cause }),
-    );
+    if (call.settled) return;
+    if (this.runner.cluster && isTryAgain(cause)) {
+      // The slot is being migrated and this call named several keys, some moved and some not: each request
+      // again on its own, within the same deadline (a single key follows ASK to wherever it is now).
+      this.unstable.set(call.slot, performance.now() + UNSTABLE_MS);
+      if (call.requests.length > 1) {
+        call.split = true;
+        call.left = call.requests.length;
+        for (let i = 0; i < call.requests.length; i++) this.resend(call, i);
+        return;
+      }
+      if (performance.now() + TRYAGAIN_MS < call.deadline) {
+        setTimeout(() => this.retryLone(call), TRYAGAIN_MS);
+        return;
+      }
+    }
+    this.failed(call, unavailable(cause));
+  }
+
+  /** Runs the lone request of `call` again (it was refused with TRYAGAIN). */
+  private retryLone(call: Call): void {
+    if (call.settled) return;
+    const argv = encode(call.requests);
+    try {
+      this.runner.run(
+        DECIDE_SCRIPT,
+        argv.numKeys,
+        argv.args,
+        (reply) => this.answered(call, reply),
+        (cause) => this.broke(call, cause),
+      );
+    } catch (cause) {
+      this.broke(call, cause);
+    }
+  }
+
+  /** Sends request `i` of a split call on its own (again, after a TRYAGAIN, until the call's deadline). */
+  private resend(call: Call, i: number): void {
+    const request = call.requests[i];
+    if (call.settled || request === ANSWERED) return;
+    const argv = encode([request]);
+    const done = () => {
+      call.requests[i] = ANSWERED;
+      if (--call.left === 0) this.settle(call);
+    };
+    const onError = (cause: unknown) => {
+      if (call.settled || call.requests[i] !== request) return;
+      if (isTryAgain(cause) && performance.now() + TRYAGAIN_MS < call.deadline) {
+        setTimeout(() => this.resend(call, i), TRYAGAIN_MS);
+        return;
+      }
+      done();
+      request.fail(unavailable(cause));
+    };
+    try {
+      this.runner.run(
+        DECIDE_SCRIPT,
+        argv.numKeys,
+        argv.args,
+        (reply) => {
+          if (call.settled && call.lateRequests !== undefined && typeof reply === 'string') {
+            request.late?.(reply);
+            return;
+          }
+          if (call.settled || call.requests[i] !== request) return;
+          done();
+          if (typeof reply === 'string') request.answer(reply);
+          else
+            request.fail(
+              new StoreUnavailableError('Redis answered the decision script with an unexpected reply'),
+            );
+        },
+        onError,
+      );
+    } catch (cause) {
+      onError(cause);
+    }
+  }
+
+  private isUnstable(slot: number): boolean {
+    const until = this.unstable.get(slot);
+    if (until === undefined) return false;
+    if (performance.now() < until) return true;
+    this.unstable.delete(slot);
+    return false;
   }
 
   private answered(call: Call, reply: unknown): void {
-    if (call.settled) return;
+    if (call.settled) {
+      if (call.lateRequests !== undefined) this.answeredLate(call, reply);
+      return;
+    }
+    if (call.split) return;
     const requests = call.requests;
     const answers = typeof reply !== 'string' ? [] : requests.length === 1 ? [reply] : reply.split(';');
     if (answers.length !== requests.length) {
@@ -182,11 +312,21 @@ export class Dispatcher {
     for (let i = 0; i < requests.length; i++) requests[i].answer(answers[i]);
   }
 
+  /** The reply of a call failed at its deadline: each request that wants it gives back what it was granted. */
+  private answeredLate(call: Call, reply: unknown): void {
+    const requests = call.lateRequests!;
+    call.lateRequests = undefined;
+    if (typeof reply !== 'string') return;
+    const answers = requests.length === 1 ? [reply] : reply.split(';');
+    if (answers.length !== requests.length) return;
+    for (let i = 0; i < requests.length; i++) requests[i].late?.(answers[i]);
+  }
+
   private failed(call: Call, error: StoreUnavailableError): void {
     if (call.settled) return;
     const requests = call.requests;
     this.settle(call);
-    for (const r of requests) r.fail(error);
+    for (const r of requests) if (r !== ANSWERED) r.fail(error);
   }
 
   private settle(call: Call): void {
@@ -210,16 +350,57 @@ export class Dispatcher {
   /** Fails the calls past their deadline, then waits for the next one's. */
   private readonly sweep = (): void => {
     this.timer = undefined;
+    // Timers run before the event loop reads its sockets: after a busy stretch (a burst encoded, answers decoded)
+    // the replies of calls due now may be read already by the kernel, not yet by this process. They are failed
+    // only after this turn's I/O (setImmediate runs after the poll phase): a reply that came is not a timeout.
+    this.expiring = true;
+    setImmediate(this.expire);
+  };
+
+  private readonly expire = (): void => {
+    this.expiring = false;
     // Within a millisecond counts as due: a timer's own resolution is a millisecond.
     const due = performance.now() + 1;
     // Failing the head settles it, which moves the head on.
     while (this.head < this.queue.length) {
       const call = this.queue[this.head];
       if (call.deadline > due) {
-        this.timer = setTimeout(this.sweep, call.deadline - due + 1);
+        this.timer ??= setTimeout(this.sweep, call.deadline - due + 1);
         return;
       }
+      // A call over several keys of a slot that missed its deadline in a Cluster may be a client retrying
+      // TRYAGAIN on its own (ioredis does, every `retryDelayOnTryAgain`): that slot's requests go one per call
+      // for a while.
+      if (this.runner.cluster && !call.split && call.requests.length > 1) {
+        this.unstable.set(call.slot, performance.now() + UNSTABLE_MS);
+      }
+      // Redis may still run it (a paused server answers its backlog): keep what must be given back then.
+      if (call.requests.some((r) => r.late !== undefined)) call.lateRequests = call.requests;
       this.failed(call, new StoreUnavailableError(`Redis did not answer within ${this.timeoutMs} ms`));
     }
   };
+}
+
+/** KEYS, then ARGV: the number of requests and each request's arguments, built in one array. */
+function encode(requests: readonly Request[]): { numKeys: number; args: string[] } {
+  const args: string[] = [];
+  for (const r of requests) r.keysTo(args);
+  const numKeys = args.length;
+  args.push(String(requests.length));
+  for (const r of requests) r.argsTo(args);
+  return { numKeys, args };
+}
+
+function unavailable(cause: unknown): StoreUnavailableError {
+  return new StoreUnavailableError(`Redis failed: ${(cause as Error)?.message ?? cause}`, { cause });
+}
+
+/**
+ * A Cluster's "TRYAGAIN" (a call over several keys of a slot being migrated, some moved and some not), as the
+ * client passes it on: node-redis as is; ioredis once its own retries are spent ("Too many Cluster redirections.
+ * Last error: …", TRYAGAIN or the MOVED its retry on a random node got back).
+ */
+function isTryAgain(cause: unknown): boolean {
+  const text = cause instanceof Error ? cause.message : '';
+  return text.startsWith('TRYAGAIN') || text.startsWith('Too many Cluster redirections');
 }

@@ -25,6 +25,8 @@ export interface BoundMember {
   /** The limiter's t = 0 on the store's clock ('' when a fresh state anchors at its first request). */
   origin: string;
   owner: Owner;
+  /** The partition key of a partitioned limiter's member (its leases' `key`), else undefined. */
+  partKey: string | undefined;
 }
 
 /** The partitions one request binds to (one member, or a chain's members). */
@@ -50,9 +52,14 @@ export interface Decided {
  */
 export class Engine {
   readonly dispatcher: Dispatcher;
-  /** Decisions answered by `onUnavailable` because Redis failed or was late. */
+  /** Decisions answered by `onUnavailable`: Redis failed or was late, or was skipped after a failure. */
   unavailable = 0;
-  private openUntil = Number.NEGATIVE_INFINITY;
+  /**
+   * Until when decisions skip Redis after a failure, per scope ({@link scopeOf}: the node that failed, else its
+   * slot): keys served by healthy nodes keep deciding on Redis. Empty while nothing failed (the common case costs
+   * one size check).
+   */
+  private readonly skipUntil = new Map<string, number>();
   private readonly blockedUntil = new Map<string, { until: number; lease: Lease }>();
   private readonly leasePrefix = randomBytes(6).toString('base64url');
   private leaseCounter = 0;
@@ -128,13 +135,17 @@ export class Engine {
       }
       if (hit) this.blockedUntil.delete(cacheKey);
     }
-    // The clock is read only while decisions skip Redis after a failure.
-    if (this.openUntil !== Number.NEGATIVE_INFINITY) {
-      if (performance.now() < this.openUntil) {
-        const decided: Decided = { lease: this.fallback(binding, permits), blocked: -1, local: true };
-        return Promise.resolve(asLease ? leaseOf(decided) : decided);
+    // The scope and the clock are read only while some decisions skip Redis after a failure.
+    if (this.skipUntil.size > 0) {
+      const scope = this.scopeOf(binding);
+      const until = this.skipUntil.get(scope);
+      if (until !== undefined) {
+        if (performance.now() < until) {
+          const decided: Decided = { lease: this.fallback(binding, permits), blocked: -1, local: true };
+          return Promise.resolve(asLease ? leaseOf(decided) : decided);
+        }
+        this.skipUntil.delete(scope);
       }
-      this.openUntil = Number.NEGATIVE_INFINITY;
     }
     let leaseId = '';
     for (const m of binding.members) {
@@ -199,9 +210,19 @@ export class Engine {
     return decided;
   }
 
+  /**
+   * @internal Redis answered `decision` after its deadline (`onUnavailable` answered it): a granted concurrency
+   * permit nobody holds is released now, not left to `leaseTtlMs` (a time-based permit is spent).
+   */
+  answeredLate(d: Decision, reply: string): void {
+    if (reply.charCodeAt(0) !== 49 /* '1' */ || d.leaseId === '') return;
+    this.leaseOp(d.binding, 'x', d.leaseId);
+    for (const m of d.binding.members) if (!m.spec.algorithm.timeBased) this.options.onRelease(m.key);
+  }
+
   /** @internal Redis failed or was late for `decision`: skip it for a while; `onUnavailable` answers. */
   unanswered(d: Decision, error: StoreUnavailableError): Decided {
-    this.failed(error);
+    this.failed(d.binding, error);
     return { lease: this.fallback(d.binding, d.permits), blocked: -1, local: true };
   }
 
@@ -256,10 +277,20 @@ export class Engine {
     return text;
   }
 
-  private failed(error: StoreUnavailableError): void {
-    this.unavailable++;
-    this.openUntil = performance.now() + this.options.retryIntervalMs;
+  /** Decisions in the scope of `binding` skip Redis for `retryIntervalMs`, then try it again. */
+  private failed(binding: Binding, error: StoreUnavailableError): void {
+    this.skipUntil.set(this.scopeOf(binding), performance.now() + this.options.retryIntervalMs);
     this.options.onError?.(error);
+  }
+
+  /**
+   * What a failure of `binding`'s call says is failing: the node serving its slot as the client's slot map says
+   * now (a failover moves the slot to a node that is not skipped), else the slot; without Cluster, the one node.
+   */
+  private scopeOf(binding: Binding): string {
+    if (!this.runner.cluster) return '';
+    const slot = keySlot(binding.members[0].key);
+    return this.runner.nodeOf?.(slot) ?? `slot ${slot}`;
   }
 
   /**
@@ -269,11 +300,13 @@ export class Engine {
    */
   fallback(binding: Binding, permits: number): Lease {
     const first = binding.members[0];
+    this.unavailable++;
     telemetry().storeUnavailable.add(1, { limiter: first.owner.name });
     const policy = this.options.onUnavailable;
     const limit = first.spec.algorithm.limit;
+    let lease: Lease;
     if (policy === 'fail-open') {
-      return new Lease(
+      lease = new Lease(
         true,
         undefined,
         undefined,
@@ -282,16 +315,26 @@ export class Engine {
         undefined,
         first.owner,
       );
+    } else if (policy === 'fail-closed') {
+      lease = new Lease(false, 'unavailable', this.options.retryIntervalMs, limit, 0, undefined, first.owner);
+    } else {
+      try {
+        if ('core' in policy) lease = policy.tryAcquire(Math.min(permits, policy.limit));
+        else return policy.tryAcquire(binding.partKey ?? first.owner.name, permits);
+      } catch {
+        lease = new Lease(
+          false,
+          'unavailable',
+          this.options.retryIntervalMs,
+          limit,
+          0,
+          undefined,
+          first.owner,
+        );
+      }
     }
-    if (policy === 'fail-closed') {
-      return new Lease(false, 'unavailable', this.options.retryIntervalMs, limit, 0, undefined, first.owner);
-    }
-    try {
-      if ('core' in policy) return policy.tryAcquire(Math.min(permits, policy.limit));
-      return policy.tryAcquire(binding.partKey ?? first.owner.name, permits);
-    } catch {
-      return new Lease(false, 'unavailable', this.options.retryIntervalMs, limit, 0, undefined, first.owner);
-    }
+    lease.key = first.partKey;
+    return lease;
   }
 
   private toLease(
@@ -316,6 +359,7 @@ export class Engine {
         decodeNumber(reply[2]),
         m.owner,
       );
+      lease.key = m.partKey;
       return { lease, blocked: -1, local: false };
     }
     if (reply[0] === '1') {
@@ -339,6 +383,7 @@ export class Engine {
             m.owner,
           );
         }
+        leases[i].key = m.partKey;
         if (leases[i].remaining < leases[decisive].remaining) decisive = i;
       }
       const lease = binding.chain
@@ -359,6 +404,7 @@ export class Engine {
       decodeNumber(reply[5]),
       m.owner,
     );
+    lease.key = m.partKey;
     if (!binding.chain) return { lease, blocked: index, local: false };
     const chained = new ChainLease(lease, decodeNumber(reply[3]), [lease], lease.source);
     return { lease: chained, blocked: index, local: false };

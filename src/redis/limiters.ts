@@ -83,7 +83,7 @@ export class RedisLimiter implements Owner {
       tag === undefined ? `${context.prefix}{${this.name}}` : `${context.prefix}{${tag}}${this.name}`;
     // With a test clock, t = 0 is the limiter's creation, as in memory; with Redis TIME, the first request.
     const clock = context.engine.options.clock;
-    this.member = { key, spec, origin: clock ? String(clock.now()) : '', owner: this };
+    this.member = { key, spec, origin: clock ? String(clock.now()) : '', owner: this, partKey: undefined };
     this.binding = { members: [this.member], partKey: undefined, chain: false };
   }
 
@@ -218,7 +218,7 @@ export class RedisPartitionedLimiter<R> implements Owner {
     const key = this.tagOf
       ? `${prefix}{${tag}}${this.name}:${partKey}`
       : `${prefix}{${partKey}}:${this.name}`;
-    return { key, spec, origin: '', owner: this };
+    return { key, spec, origin: '', owner: this, partKey };
   }
 
   private binding(resource: R): Binding {

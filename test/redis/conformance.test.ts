@@ -4,7 +4,15 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { chain, concurrency, fixedWindow, slidingWindow, tokenBucket } from '../../src/index.ts';
+import {
+  type ChainLease,
+  chain,
+  concurrency,
+  fixedWindow,
+  partitioned,
+  slidingWindow,
+  tokenBucket,
+} from '../../src/index.ts';
 import { fields, same, startStore, Twin, uniqueName } from './twin.ts';
 
 let env: Awaited<ReturnType<typeof startStore>>;
@@ -210,4 +218,30 @@ test('chain: a rejection by a later member consumes nothing; the longest wait is
     (({ available, granted, rejected }) => ({ available, granted, rejected }))(memory.statistics()),
   );
   assert.deepEqual(fields(await redis.tryAcquire(0)), fields(memory.tryAcquire(0)), 'probe');
+});
+
+test('leases name their partition key as in memory: partitioned, queued, and each member of a chain', async () => {
+  const { store, clock } = env;
+  clock.set(0);
+  const spec = () => fixedWindow({ permitLimit: 1, window: 1000, queueLimit: 1, clock });
+  const memoryPart = partitioned({ key: (ip: string) => `ip:${ip}`, limiter: spec() });
+  const redisPart = store.partitioned({
+    name: uniqueName(),
+    key: (ip: string) => `ip:${ip}`,
+    limiter: spec(),
+  });
+  const first = await same(redisPart.tryAcquire('1.2.3.4'), memoryPart.tryAcquire('1.2.3.4'), 'granted');
+  assert.equal(first.key, 'ip:1.2.3.4');
+  await same(redisPart.tryAcquire('1.2.3.4'), memoryPart.tryAcquire('1.2.3.4'), 'rejected');
+  assert.equal((await redisPart.acquire('5.6.7.8')).key, 'ip:5.6.7.8', 'acquire');
+  const global = () => fixedWindow({ permitLimit: 5, window: 1000, clock });
+  const memory = chain(global(), memoryPart);
+  const redis = store.chain(store.limiter(global(), { name: uniqueName() }), redisPart);
+  const rejected = await same(redis.tryAcquire('1.2.3.4'), memory.tryAcquire('1.2.3.4'), 'chain rejected');
+  assert.equal((rejected as ChainLease).members[0].key, 'ip:1.2.3.4');
+  const granted = await same(redis.tryAcquire('9.9.9.9'), memory.tryAcquire('9.9.9.9'), 'chain granted');
+  assert.deepEqual(
+    (granted as ChainLease).members.map((l) => l.key),
+    [undefined, 'ip:9.9.9.9'],
+  );
 });

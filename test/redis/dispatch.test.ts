@@ -5,6 +5,7 @@
  * The request encoding: short form for the common request.
  */
 import assert from 'node:assert/strict';
+import { type AddressInfo, connect, createServer } from 'node:net';
 import { test } from 'node:test';
 import v8 from 'node:v8';
 import vm from 'node:vm';
@@ -117,7 +118,7 @@ test('an answered call keeps none of its decisions alive while older calls are s
   v8.setFlagsFromString('--expose-gc');
   const gc = vm.runInNewContext('gc') as () => void;
   const runner = fakeRunner(false);
-  const dispatcher = new Dispatcher(runner, 60_000, false);
+  const dispatcher = new Dispatcher(runner, 2_000, false);
   // The oldest call never answers: the calls in flight are never empty, as under steady load.
   dispatcher.request(['stuck'], ['t']).catch(() => {});
   // Sent from a function of their own, so that no register of this (suspended) test holds the last one.
@@ -205,4 +206,62 @@ test('deadlines hold whatever order the answers come in: a later call answered f
   assert.equal(await third, 'c answered', 'calls after a timeout are answered as usual');
   const fourth = dispatcher.request(['d'], ['t']);
   await assert.rejects(fourth, StoreUnavailableError, 'and keep their own deadline');
+});
+
+test('a reply already come when the deadline timer fires is an answer, not a timeout', async () => {
+  // A real socket carries the reply: written before this process gets back to its event loop, read only in
+  // the loop's poll phase, which comes after its timers.
+  let written: () => void = () => {};
+  const wrote = new Promise<void>((r) => {
+    written = r;
+  });
+  const server = createServer((socket) => {
+    socket.once('data', () => socket.write('answered', () => written()));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const client = connect((server.address() as AddressInfo).port, '127.0.0.1');
+  await new Promise((r) => client.once('connect', r));
+  const runner: ScriptRunner = {
+    cluster: false,
+    run(_script, _numKeys, _keysAndArgs, onReply) {
+      client.once('data', (data) => onReply(data.toString()));
+      client.write('decide');
+    },
+  };
+  try {
+    const dispatcher = new Dispatcher(runner, 20, false);
+    const reply = dispatcher.request(['k'], ['t']);
+    // Wait for the server to have written (its reply is in this socket's kernel buffer)...
+    await wrote;
+    // ...then keep this process busy past the deadline, as a burst being encoded would.
+    const busyUntil = performance.now() + 60;
+    while (performance.now() < busyUntil) {}
+    assert.equal(await reply, 'answered');
+  } finally {
+    client.destroy();
+    server.close();
+  }
+});
+
+test('a burst Redis cannot decide in time is shed newest first: calls go in the order asked, answered in turn', async () => {
+  const runner = fakeRunner(false);
+  const dispatcher = new Dispatcher(runner, 30, true);
+  const settled: string[] = [];
+  const replies = Array.from({ length: 40 }, (_, i) =>
+    dispatcher.request([`k${i}`], ['t']).then(
+      (r) => settled.push(`${i}:${r}`),
+      () => settled.push(`${i}:shed`),
+    ),
+  );
+  await new Promise((r) => setImmediate(r));
+  // Redis (one thread, calls in the order sent) decides the first two calls before the deadline, not the rest.
+  runner.calls[0].answer('a');
+  runner.calls[1].answer(runner.calls[1].keys.map(() => 'b').join(';'));
+  await Promise.all(replies);
+  const shed = settled.filter((s) => s.endsWith(':shed')).map((s) => Number(s.split(':')[0]));
+  assert.deepEqual(
+    shed,
+    Array.from({ length: 40 - 17 }, (_, i) => 17 + i),
+    'the 23 newest are shed',
+  );
 });

@@ -6,8 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { fixedWindow, type Lease } from '../../src/index.ts';
-import { type RedisLimiter, type RedisStore, redisStore } from '../../src/redis/index.ts';
+import { concurrency, fixedWindow, type Lease } from '../../src/index.ts';
+import {
+  isUnavailableAnswer,
+  type RedisLimiter,
+  type RedisStore,
+  redisStore,
+} from '../../src/redis/index.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { clients } from './clients.ts';
 import { uniqueName } from './twin.ts';
@@ -54,10 +59,10 @@ function load(limiter: RedisLimiter) {
 const fromRedis = (lease: Lease, limiter: RedisLimiter) =>
   lease.source === limiter && lease.reason !== 'unavailable';
 
-async function until(what: string, check: () => boolean, ms = 8000): Promise<void> {
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = 8000): Promise<void> {
   if (process.env.DEBUG_FAULTS) console.log('waiting for', what, performance.now().toFixed(0));
   const deadline = performance.now() + ms;
-  while (!check()) {
+  while (!(await check())) {
     if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -185,3 +190,48 @@ for (const [clientName, connect] of Object.entries(clients)) {
     assert.equal(unhandled, 0, 'no unhandled rejection');
   });
 }
+
+test('store.unavailable counts every onUnavailable answer, those skipped during retryIntervalMs too', async () => {
+  const server = await RedisServer.start();
+  const c = await clients.ioredis(server.port);
+  const store = redisStore({ client: c.client, timeoutMs: DEADLINE, retryIntervalMs: 60_000 });
+  const limiter = store.limiter(fixedWindow({ permitLimit: 100, window: 60_000 }), { name: uniqueName() });
+  try {
+    assert.ok((await limiter.tryAcquire()).granted);
+    server.pause();
+    // The first misses its deadline; the next ten skip Redis (the retry interval is a minute).
+    const first = await limiter.tryAcquire();
+    const rest = await Promise.all(Array.from({ length: 10 }, () => limiter.tryAcquire()));
+    const answered = [first, ...rest].filter((l) => isUnavailableAnswer(l)).length;
+    assert.equal(answered, 11, 'every lease is onUnavailable’s');
+    assert.equal(store.unavailable, 11);
+  } finally {
+    server.resume();
+    await c.close();
+    await server.stop();
+  }
+});
+
+test('a concurrency acquisition that missed its deadline but was granted late gives its permit back', async () => {
+  const server = await RedisServer.start();
+  const c = await clients.ioredis(server.port);
+  const store = redisStore({ client: c.client, timeoutMs: DEADLINE, onUnavailable: 'fail-closed' });
+  const limiter = store.limiter(concurrency({ permitLimit: 5 }), { name: uniqueName() });
+  try {
+    const held = [await limiter.tryAcquire(), await limiter.tryAcquire()];
+    assert.ok(held.every((l) => l.granted));
+    server.pause();
+    // Three in one tick (one call, then one of two): each misses its deadline, Redis runs them on SIGCONT.
+    const late = await Promise.all([limiter.tryAcquire(), limiter.tryAcquire(), limiter.tryAcquire()]);
+    assert.ok(late.every((l) => isUnavailableAnswer(l) && !l.granted));
+    server.resume();
+    // The late grants are released as their replies come: back to 3 of 5, not 0 for leaseTtlMs (30 s).
+    await until('the late grants released', async () => (await limiter.statistics()).available === 3);
+    for (const l of held) l.release();
+    await until('every permit back', async () => (await limiter.statistics()).available === 5);
+  } finally {
+    server.resume();
+    await c.close();
+    await server.stop();
+  }
+});

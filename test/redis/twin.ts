@@ -38,6 +38,8 @@ export function fields(lease: Lease): Record<string, unknown> {
     remaining: lease.remaining,
     resetAfterMs: lease.resetAfterMs,
     members: (lease as { members?: unknown[] }).members?.length,
+    key: lease.key,
+    memberKeys: (lease as { members?: Lease[] }).members?.map((m) => m.key),
   };
 }
 

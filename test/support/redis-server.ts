@@ -1,6 +1,6 @@
 /**
  * Real redis-server processes for tests, on free ports, never 6379: started here, stopped on teardown and on
- * process exit. A 3-master Cluster is created with `redis-cli --cluster create`.
+ * process exit. A Cluster (masters, optionally replicas) is created with `redis-cli --cluster create`.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -111,27 +111,83 @@ export class RedisServer {
   }
 }
 
-/** A Cluster of `masters` masters, no replicas, every slot assigned. */
+/** One node as `CLUSTER NODES` describes it. */
+export interface ClusterNode {
+  server: RedisServer;
+  id: string;
+  role: 'master' | 'replica';
+  /** The master's id, for a replica. */
+  masterId: string | undefined;
+  /** Slot ranges served, inclusive: `[[0, 5460]]`. */
+  slots: [number, number][];
+}
+
+/**
+ * A Cluster of `masters` masters and `replicas` replicas per master, every slot assigned. Nodes are started
+ * here; roles and slot ranges are read back from `CLUSTER NODES` ({@link describe}), never assumed.
+ */
 export class RedisCluster {
   private constructor(readonly servers: RedisServer[]) {}
 
-  static async start(masters = 3): Promise<RedisCluster> {
+  static async start(masters = 3, replicas = 0): Promise<RedisCluster> {
     const servers = await Promise.all(
-      Array.from({ length: masters }, () => RedisServer.start({ cluster: true })),
+      Array.from({ length: masters * (1 + replicas) }, () => RedisServer.start({ cluster: true })),
     );
     const nodes = servers.map((s) => `127.0.0.1:${s.port}`);
-    await run('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes']);
+    await run('redis-cli', [
+      '--cluster',
+      'create',
+      ...nodes,
+      '--cluster-replicas',
+      String(replicas),
+      '--cluster-yes',
+    ]);
     const cluster = new RedisCluster(servers);
-    const deadline = Date.now() + 15_000;
+    await cluster.settled(servers, masters * replicas);
+    return cluster;
+  }
+
+  /** Waits until every server in `servers` says cluster_state:ok and the first sees `replicas` replicas. */
+  async settled(servers = this.servers, replicas = 0, timeoutMs = 20_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      const states = await Promise.all(servers.map((s) => s.cli('cluster', 'info')));
-      if (states.every((info) => info.includes('cluster_state:ok'))) return cluster;
+      const states = await Promise.all(servers.map((s) => s.cli('cluster', 'info').catch(() => '')));
+      if (states.every((info) => info.includes('cluster_state:ok'))) {
+        const nodes = await this.describe(servers[0]).catch(() => []);
+        if (nodes.filter((n) => n.role === 'replica').length >= replicas) return;
+      }
       await new Promise((r) => setTimeout(r, 100));
     }
     throw new Error('the test cluster did not reach cluster_state:ok');
   }
 
-  /** Host and port of every master, as cluster clients want them. */
+  /** The nodes as `from` sees them (`CLUSTER NODES`), failed ones left out. */
+  async describe(from: RedisServer = this.servers[0]): Promise<ClusterNode[]> {
+    const text = await from.cli('cluster', 'nodes');
+    const out: ClusterNode[] = [];
+    for (const line of text.split('\n')) {
+      const [id, address, flags, masterId, , , , , ...slots] = line.trim().split(' ');
+      if (flags === undefined || flags.includes('fail')) continue;
+      const port = Number(address.split('@')[0].split(':')[1]);
+      const server = this.servers.find((s) => s.port === port);
+      if (server === undefined) continue;
+      out.push({
+        server,
+        id,
+        role: flags.includes('master') ? 'master' : 'replica',
+        masterId: masterId === '-' ? undefined : masterId,
+        slots: slots
+          .filter((r) => !r.startsWith('['))
+          .map((r) => {
+            const [lo, hi] = r.split('-').map(Number);
+            return [lo, hi ?? lo] as [number, number];
+          }),
+      });
+    }
+    return out;
+  }
+
+  /** Host and port of every node started, as cluster clients want them. */
   get nodes(): { host: string; port: number }[] {
     return this.servers.map((s) => ({ host: '127.0.0.1', port: s.port }));
   }
