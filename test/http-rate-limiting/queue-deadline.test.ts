@@ -18,7 +18,9 @@ async function check(server: http.Server, slots: ReturnType<typeof concurrency>)
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   try {
     const holder = fetch(`${base}/long`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Wait until the holder has its permit (under load its request may take a while to arrive), never a fixed sleep.
+    for (let i = 0; i < 500 && slots.statistics().available !== 0; i++)
+      await new Promise((resolve) => setTimeout(resolve, 5));
     assert.equal(slots.statistics().available, 0);
     const queued = await fetch(`${base}/short`);
     assert.equal(queued.status, 504);
