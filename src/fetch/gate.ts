@@ -11,6 +11,8 @@ import { AdaptiveThrottle } from './throttle.ts';
 
 /** Slots of the throttler's history and of the retry budget's window. */
 const BUCKETS = 20;
+/** Partitions whose history and budget are remembered at once (the oldest is forgotten first). */
+const MAX_HISTORIES = 10_000;
 
 /** Calls counted by a client since it was created. */
 export interface ClientStatistics {
@@ -63,7 +65,7 @@ export class Gate {
             random: config.random,
           });
     const { adaptive, retry, clock, random } = config;
-    const maxEntries = config.pause === false ? 10_000 : config.pause.maxEntries;
+    const maxEntries = MAX_HISTORIES;
     this.throttle =
       adaptive === false
         ? undefined

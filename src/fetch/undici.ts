@@ -29,7 +29,8 @@ export interface RateLimitInterceptor extends Dispatcher.DispatcherComposeInterc
  * undici directly: `new Agent().compose(rateLimitInterceptor({ limiter }))`. Waits end when the dispatch
  * options' `signal` aborts (undici's `request()` passes its `signal` there). A concurrency permit is held until
  * the response ends or fails. With `onLimited: 'respond'` the handler receives a local 429; with `'throw'`, an
- * error through `onResponseError` (undici's `request()` rejects with it).
+ * error through `onResponseError` (undici's `request()` rejects with it). `retry` and `adaptive` work as in
+ * {@link rateLimitedFetch}; a failed attempt is retried only while the caller's handler has seen no answer.
  *
  * @example
  * const agent = new Agent().compose(rateLimitInterceptor({ limiter: tokenBucket({ … }), retry: 2 }));
