@@ -5,9 +5,11 @@
 //     RECOVERY histories. Measured: the load that reaches the server per call the application made during the
 //     outage (naive retries multiply it), and how long after the recovery the client is back to full rate.
 //   - 10 % of requests failing at random: goodput (calls answered 2xx per call made) against no throttling.
+//   - overload: the server accepts CAPACITY of the offered rate per second and answers 503 (no Retry-After) past
+//     it, for OUTAGE histories. Measured after the first history: requests reaching it per request it accepted.
 // Not a test: timings are real and the machine is shared. Env: RATE (calls/s, default 200), HISTORY_MS (default
 // 1000, the adaptive history and the retry budget's window), OUTAGE and RECOVERY (histories, default 4 each),
-// RANDOM_S (seconds of the 10 % scenario, default 5), ROUNDS (default 2).
+// RANDOM_S (seconds of the 10 % scenario, default 5), CAPACITY (share of RATE, default 0.25), ROUNDS (default 2).
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import { RateLimitedError, type RateLimitedFetchOptions, rateLimitedFetch } from '../src/fetch/index.ts';
@@ -18,22 +20,28 @@ const HISTORY_MS = Number(process.env.HISTORY_MS ?? 1000);
 const OUTAGE = Number(process.env.OUTAGE ?? 4);
 const RECOVERY = Number(process.env.RECOVERY ?? 4);
 const RANDOM_S = Number(process.env.RANDOM_S ?? 5);
+const CAPACITY = Number(process.env.CAPACITY ?? 0.25);
 const ROUNDS = Number(process.env.ROUNDS ?? 2);
 
 // The server counts what reaches it, per phase the bench names; `share` of the requests fail with a 500.
 const server = new Worker(
   `const http = require('node:http');
    const { parentPort } = require('node:worker_threads');
-   let share = 0, phase = 'idle', counts = {};
+   let share = 0, phase = 'idle', counts = {}, perSecond = Infinity, tokens = 0, filled = performance.now();
    const s = http.createServer((req, res) => {
      const c = (counts[phase] ??= { hits: 0, failed: 0 });
      c.hits++;
+     const now = performance.now();
+     tokens = Math.min(perSecond / 10, tokens + ((now - filled) * perSecond) / 1000);
+     filled = now;
      if (Math.random() < share) { c.failed++; res.writeHead(500).end('down'); }
-     else res.end('ok');
+     else if (perSecond !== Infinity && tokens < 1) { c.failed++; res.writeHead(503).end('busy'); }
+     else { tokens -= 1; res.end('ok'); }
    });
    s.keepAliveTimeout = 60_000;
    parentPort.on('message', (m) => {
      if (m.share !== undefined) share = m.share;
+     if (m.perSecond !== undefined) { perSecond = m.perSecond ?? Infinity; tokens = 0; }
      if (m.phase !== undefined) phase = m.phase;
      if (m.reset) counts = {};
      if (m.report) parentPort.postMessage({ counts });
@@ -51,8 +59,8 @@ async function serverCounts(): Promise<Counts> {
   return counts;
 }
 /** Sets the failing share and the phase; the worker has applied it when this resolves. */
-async function setServer(share: number, phase: string): Promise<void> {
-  server.postMessage({ share, phase });
+async function setServer(share: number, phase: string, perSecond: number | null = null): Promise<void> {
+  server.postMessage({ share, phase, perSecond });
   await serverCounts();
 }
 
@@ -61,22 +69,28 @@ const roomy = () => tokenBucket({ tokenLimit: 1e6, tokensPerPeriod: 1e6, period:
 const backoff = { baseMs: 10, maxMs: 200 };
 const client = (extra: Partial<RateLimitedFetchOptions>): Api =>
   rateLimitedFetch({ limiter: roomy(), onLimited: 'throw', ...extra });
-const contenders: Array<[string, () => Api]> = [
-  ['fetch, no retries', () => (u) => fetch(u)],
-  ['naive: 3 retries, no budget', () => client({ retry: { attempts: 3, budget: false, backoff } })],
+const budgeted = { attempts: 3, budget: 0.2, windowMs: HISTORY_MS, backoff };
+/** Name, client, and the contender it is compared with (the same retries without throttling). */
+const contenders: Array<[string, () => Api, number | undefined]> = [
+  ['fetch, no retries', () => (u) => fetch(u), undefined],
   [
-    'retry budget 0.2 (3 retries)',
-    () => client({ retry: { attempts: 3, budget: 0.2, windowMs: HISTORY_MS, backoff } }),
+    'naive: 3 retries, no budget',
+    () => client({ retry: { attempts: 3, budget: false, backoff } }),
+    undefined,
+  ],
+  ['retry budget 0.2 (3 retries)', () => client({ retry: budgeted }), undefined],
+  [
+    'adaptive (k = 2) + retry budget',
+    () => client({ retry: budgeted, adaptive: { historyMs: HISTORY_MS } }),
+    2,
   ],
   [
-    'adaptive + retry budget',
-    () =>
-      client({
-        retry: { attempts: 3, budget: 0.2, windowMs: HISTORY_MS, backoff },
-        adaptive: { historyMs: HISTORY_MS },
-      }),
+    'adaptive (k = 1.1) + retry budget',
+    () => client({ retry: budgeted, adaptive: { historyMs: HISTORY_MS, k: 1.1 } }),
+    2,
   ],
 ];
+const adaptive = (i: number) => contenders[i][2] !== undefined;
 
 /** One application call: when it was made, and how it ended. */
 interface Call {
@@ -178,7 +192,27 @@ async function randomFailures(
   };
 }
 
+async function overload(make: () => Api): Promise<{ hitsPerAccept: number; goodput: number }> {
+  const api = make();
+  const calls: Call[] = [];
+  server.postMessage({ reset: true });
+  const t0 = performance.now();
+  await setServer(0, 'overload-start', RATE * CAPACITY);
+  await load(api, HISTORY_MS, calls, t0);
+  await setServer(0, 'overload', RATE * CAPACITY);
+  const steadyAt = performance.now() - t0;
+  await load(api, (OUTAGE - 1) * HISTORY_MS, calls, t0);
+  await setServer(0, 'idle');
+  const c = (await serverCounts()).overload ?? { hits: 0, failed: 0 };
+  const steady = calls.filter((x) => x.at >= steadyAt);
+  return {
+    hitsPerAccept: c.hits / Math.max(1, c.hits - c.failed),
+    goodput: steady.filter((x) => x.result === 'ok').length / steady.length,
+  };
+}
+
 const outages = contenders.map(() => [] as OutageResult[]);
+const overloads = contenders.map(() => [] as Array<{ hitsPerAccept: number; goodput: number }>);
 const randoms = contenders.map(
   () => [] as Array<{ goodput: number; hitsPerCall: number; throttled: number }>,
 );
@@ -188,6 +222,7 @@ for (let round = 0; round < ROUNDS; round++) {
   if (round % 2 === 1) order.reverse();
   for (const i of order) outages[i].push(await outage(contenders[i][1]));
   for (const i of order) randoms[i].push(await randomFailures(contenders[i][1]));
+  for (const i of order) overloads[i].push(await overload(contenders[i][1]));
 }
 await server.terminate();
 
@@ -207,7 +242,7 @@ contenders.forEach(([name], i) => {
   const steady = mean(r.map((x) => x.steadyHits / x.steadyCalls));
   const back = Math.max(...r.map((x) => x.recoveryHistories));
   console.log(
-    `| ${name} | ${f2(load)}× | ${f2(steady)}× | ${i === 3 ? `${f2(back)} (worst round)` : '0 (never throttles)'} | ${f2(mean(r.map((x) => x.recoveryGoodput)))} |`,
+    `| ${name} | ${f2(load)}× | ${f2(steady)}× | ${!adaptive(i) ? '0 (never throttles)' : back >= RECOVERY ? `not within ${RECOVERY}` : `${f2(back)} (worst round)`} | ${f2(mean(r.map((x) => x.recoveryGoodput)))} |`,
   );
 });
 console.log(`\n10 % of requests failing at random, ${RANDOM_S} s per contender`);
@@ -215,11 +250,23 @@ console.log(
   '| contender | goodput (2xx per call) | ratio to the same retries without throttling | server load per call | calls throttled |',
 );
 console.log('| --- | --- | --- | --- | --- |');
-contenders.forEach(([name], i) => {
+contenders.forEach(([name, , baseline], i) => {
   const r = randoms[i];
   const goodput = mean(r.map((x) => x.goodput));
-  const base = mean(randoms[i === 3 ? 2 : i].map((x) => x.goodput));
+  const ratio =
+    baseline === undefined ? '—' : `×${(goodput / mean(randoms[baseline].map((x) => x.goodput))).toFixed(3)}`;
   console.log(
-    `| ${name} | ${f2(goodput)} | ${i === 3 ? `×${(goodput / base).toFixed(3)}` : '—'} | ${f2(mean(r.map((x) => x.hitsPerCall)))}× | ${r.reduce((s, x) => s + x.throttled, 0)} |`,
+    `| ${name} | ${f2(goodput)} | ${ratio} | ${f2(mean(r.map((x) => x.hitsPerCall)))}× | ${r.reduce((s, x) => s + x.throttled, 0)} |`,
+  );
+});
+console.log(
+  `\nOverload: the server accepts ${RATE * CAPACITY} requests/s of the ${RATE} calls/s offered, 503 past that (steady state)`,
+);
+console.log('| contender | requests reaching the server per request it accepted | goodput (2xx per call) |');
+console.log('| --- | --- | --- |');
+contenders.forEach(([name], i) => {
+  const r = overloads[i];
+  console.log(
+    `| ${name} | ${f2(mean(r.map((x) => x.hitsPerAccept)))}× | ${f2(mean(r.map((x) => x.goodput)))} |`,
   );
 });

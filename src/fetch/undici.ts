@@ -5,7 +5,8 @@ import type { Dispatcher } from 'undici';
 import { describe } from '../duration.ts';
 import type { Lease } from '../limiters/lease.ts';
 import { RateLimitedError } from './errors.ts';
-import { type ClientStatistics, Gate, sleep } from './gate.ts';
+import type { CallOutcome } from './failure.ts';
+import { type ClientStatistics, Gate, type RetryDecision, sleep } from './gate.ts';
 import { LOCAL_HEADER, localStatus } from './local-response.ts';
 import { type ClientOptions, clientConfig } from './options.ts';
 
@@ -186,15 +187,7 @@ class Call implements Handler {
     this.gate.settle(this.key, outcome, false);
     const paused = this.gate.observe(this.key, statusCode, header) !== undefined;
     if (this.mayRetry()) {
-      const decision = this.gate.retryAfter(
-        this.key,
-        this.origin,
-        this.opts.method,
-        this.attempts,
-        outcome,
-        paused,
-        header,
-      );
+      const decision = this.decide(outcome, paused, header);
       if (decision.retry) {
         // Read this answer to its end (it frees the connection) without showing it to the caller.
         this.retrying = true;
@@ -230,14 +223,7 @@ class Call implements Handler {
     const outcome = { error };
     this.gate.settle(this.key, outcome, aborted);
     if (!this.delivered && !aborted && this.mayRetry()) {
-      const decision = this.gate.retryAfter(
-        this.key,
-        this.origin,
-        this.opts.method,
-        this.attempts,
-        outcome,
-        false,
-      );
+      const decision = this.decide(outcome, false);
       if (decision.retry) {
         this.delayMs = decision.delayMs;
         this.again();
@@ -258,6 +244,22 @@ class Call implements Handler {
     sleep(delay, this.signal).then(
       () => this.attempt(),
       (error: Error) => this.fail(error),
+    );
+  }
+
+  private decide(
+    outcome: CallOutcome,
+    paused: boolean,
+    header?: (name: string) => string | undefined,
+  ): RetryDecision {
+    return this.gate.retryAfter(
+      this.key,
+      this.origin,
+      this.opts.method,
+      this.attempts,
+      outcome,
+      paused,
+      header,
     );
   }
 
