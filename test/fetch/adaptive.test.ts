@@ -7,7 +7,7 @@ import {
   rateLimitedFetch,
   ThrottledError,
 } from '../../src/fetch/index.ts';
-import { tokenBucket } from '../../src/index.ts';
+import { fixedWindow, partitioned, tokenBucket } from '../../src/index.ts';
 import { handClock, type Respond, startServer, type TestServer } from './server.ts';
 
 let a: TestServer;
@@ -88,6 +88,18 @@ describe('adaptive throttling (hand clock, injected random)', () => {
     assert.equal(api.statistics.throttled, 1);
     assert.equal(api.statistics.sent, 1);
     assert.equal(api.rejectionProbability(b.origin), 0, 'another origin is not touched');
+  });
+
+  test('a throttled call takes no permit from the limiter', async () => {
+    failing(a);
+    const limiter = partitioned<string>({
+      key: (k) => k,
+      limiter: fixedWindow({ permitLimit: 2, window: '1h' }),
+    });
+    const { api } = client({ limiter });
+    await call(api, a.url());
+    for (let i = 0; i < 5; i++) assert.equal(await call(api, a.url()), 'ThrottledError');
+    assert.equal(limiter.statistics(a.origin).available, 1, 'only the call that was sent took one');
   });
 
   test("'respond': a local 503 marked floodgate-local: throttled", async () => {

@@ -99,6 +99,24 @@ describe('adaptive throttle', () => {
     assert.equal(t.probability('b'), 0, 'partitions are separate');
   });
 
+  test('property: the probability is the formula over the history, clamped to [0, maxRejection]', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.boolean(), { maxLength: 200 }),
+        fc.double({ min: 1, max: 5, noNaN: true }),
+        fc.double({ min: 0.01, max: 1, noNaN: true }),
+        (outcomes, k, maxRejection) => {
+          const { t } = throttle({ k, maxRejection });
+          for (const accepted of outcomes) t.record('a', accepted);
+          const requests = outcomes.length;
+          const accepts = outcomes.filter(Boolean).length;
+          const formula = Math.max(0, (requests - k * accepts) / (requests + 1));
+          assert.equal(t.probability('a'), requests === 0 ? 0 : Math.min(formula, maxRejection));
+        },
+      ),
+    );
+  });
+
   test('k changes how many failures are tolerated', () => {
     const { t } = throttle({ k: 1.1 });
     for (let i = 0; i < 10; i++) t.record('a', i % 2 === 0);
