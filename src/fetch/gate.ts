@@ -37,7 +37,8 @@ const NO_RETRY: RetryDecision = { retry: false };
 
 /**
  * What the fetch wrapper and the undici interceptor share: taking a permit for a partition, honouring the
- * server's pauses, and reading answers for new pauses. Transport-neutral: it sees keys, statuses and headers.
+ * server's pauses, reading answers for new pauses, adaptive throttling, and deciding retries within the budget.
+ * Transport-neutral: it sees keys, statuses, errors and headers.
  */
 export class Gate {
   readonly pauses: PauseBook | undefined;
