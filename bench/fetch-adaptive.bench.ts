@@ -233,7 +233,7 @@ console.log(
 );
 console.log('\nFull outage (every request fails with a 500), then recovery');
 console.log(
-  '| contender | server load per call, whole outage | after its first history | back to full rate after (histories) | goodput after recovery |',
+  '| contender | server load per call, whole outage | after its first history | back to full rate after (histories, mean) | goodput after recovery |',
 );
 console.log('| --- | --- | --- | --- | --- |');
 contenders.forEach(([name], i) => {
@@ -241,8 +241,9 @@ contenders.forEach(([name], i) => {
   const load = mean(r.map((x) => x.hits / x.calls));
   const steady = mean(r.map((x) => x.steadyHits / x.steadyCalls));
   const back = Math.max(...r.map((x) => x.recoveryHistories));
+  const backMean = mean(r.map((x) => x.recoveryHistories));
   console.log(
-    `| ${name} | ${f2(load)}× | ${f2(steady)}× | ${!adaptive(i) ? '0 (never throttles)' : back >= RECOVERY ? `not within ${RECOVERY}` : `${f2(back)} (worst round)`} | ${f2(mean(r.map((x) => x.recoveryGoodput)))} |`,
+    `| ${name} | ${f2(load)}× | ${f2(steady)}× | ${!adaptive(i) ? '0 (never throttles)' : back >= RECOVERY ? `not within ${RECOVERY}` : `${f2(backMean)} (worst round ${f2(back)})`} | ${f2(mean(r.map((x) => x.recoveryGoodput)))} |`,
   );
 });
 console.log(`\n10 % of requests failing at random, ${RANDOM_S} s per contender`);

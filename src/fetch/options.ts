@@ -79,7 +79,10 @@ export interface AdaptiveOptions {
   k?: number;
   /** The history the probability is computed over, in milliseconds. Default 10 000. */
   historyMs?: number;
-  /** The highest probability of rejecting a call, so that some calls always find out the server is back. Default 0.9. */
+  /**
+   * The highest probability of rejecting a call, so that some calls always find out the server is back (Envoy's
+   * admission control caps it likewise). Default 0.8.
+   */
   maxRejection?: number;
   /** Below this many calls in the history, no call is rejected (one failure alone says little). Default 10. */
   minRequests?: number;
@@ -297,7 +300,7 @@ function adaptiveConfig(
   if (typeof k !== 'number' || !(k >= 1 && k <= 1000)) {
     throw new RangeError(`${kind}: adaptive.k must be a number from 1 to 1000; got ${describe(k)}`);
   }
-  const maxRejection = options.maxRejection ?? 0.9;
+  const maxRejection = options.maxRejection ?? 0.8;
   if (typeof maxRejection !== 'number' || !(maxRejection > 0 && maxRejection <= 1)) {
     throw new RangeError(
       `${kind}: adaptive.maxRejection must be a number above 0, at most 1; got ${describe(maxRejection)}`,
