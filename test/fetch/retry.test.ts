@@ -57,6 +57,35 @@ describe('retries over a real server', () => {
     assert.equal(a.hits.length - start, 2);
   });
 
+  test('a per-attempt timeout through the fetch option: a hung attempt times out and is retried', async () => {
+    const hung: Array<() => void> = [];
+    let first = true;
+    let attempts = 0;
+    a.respond = (_req, res) => {
+      if (!first) return res.end('ok');
+      first = false;
+      hung.push(() => res.destroy()); // never answers; closed at the end of the test
+    };
+    const api = rateLimitedFetch({
+      limiter: roomy(),
+      random: () => 0,
+      retry: 1,
+      // Only the first attempt gets a short timeout, so that a loaded machine cannot time out the second.
+      fetch: (input, init) => {
+        const timeout = AbortSignal.timeout(attempts++ === 0 ? 100 : 60_000);
+        return fetch(input, {
+          ...init,
+          signal: init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout,
+        });
+      },
+    });
+    const start = a.hits.length;
+    assert.equal(await status(api(a.url())), 200);
+    assert.equal(a.hits.length - start, 2);
+    assert.equal(api.statistics.retries, 1);
+    for (const close of hung) close();
+  });
+
   test('attempts run out: the last answer is returned, and the last error thrown', async () => {
     const api = client({ attempts: 2, budget: false });
     a.respond = down;
