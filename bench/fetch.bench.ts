@@ -42,6 +42,15 @@ function contendersOver(inner: Fetch): Array<[string, Call]> {
       }),
     ],
     [
+      'floodgate tokenBucket + adaptive + retry',
+      rateLimitedFetch({
+        limiter: tokenBucket({ tokenLimit: 1e9, tokensPerPeriod: 1e9, period: '1s' }),
+        adaptive: true,
+        retry: 2,
+        fetch: inner,
+      }),
+    ],
+    [
       'floodgate concurrency (body wrapped)',
       rateLimitedFetch({ limiter: concurrency({ permitLimit: 1e6, queueLimit: 1 }), fetch: inner }),
     ],

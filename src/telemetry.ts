@@ -64,8 +64,10 @@ export interface Instruments {
   handlerOverruns: Counter;
   /** Milliseconds a handler ran past its deadline. */
   overrunDuration: Histogram;
-  /** Outgoing calls by `result` (`sent`, `limited`, `paused`) and `origin`. */
+  /** Outgoing calls by `result` (`sent`, `limited`, `paused`, `throttled`) and `origin`. */
   clientCalls: Counter;
+  /** Retries of outgoing calls by `result` (`retried`, `budget-exhausted`) and `origin`. */
+  clientRetries: Counter;
   /** Decisions a store could not make in time, answered by `onUnavailable`, by `limiter` name. */
   storeUnavailable: Counter;
 }
@@ -88,6 +90,7 @@ export function telemetry(): Instruments {
       handlerOverruns: noop,
       overrunDuration: noop,
       clientCalls: noop,
+      clientRetries: noop,
       storeUnavailable: noop,
     };
     return instruments;
@@ -108,6 +111,9 @@ export function telemetry(): Instruments {
     }),
     overrunDuration: meter.createHistogram('floodgate.overrun_duration', { unit: 'ms' }),
     clientCalls: meter.createCounter('floodgate.client.calls', { description: 'Outgoing calls by result' }),
+    clientRetries: meter.createCounter('floodgate.client.retries', {
+      description: 'Retries of outgoing calls, and retries refused by the retry budget',
+    }),
     storeUnavailable: meter.createCounter('floodgate.store.unavailable', {
       description: 'Decisions answered by onUnavailable because the store failed or was late',
     }),

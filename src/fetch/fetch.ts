@@ -1,10 +1,10 @@
 import { describe } from '../duration.ts';
-import { rejectUnknown } from '../options/known.ts';
 import { releaseOnBody } from './body-release.ts';
-import { RateLimitedError } from './errors.ts';
-import { type ClientStatistics, Gate, holdsPermits } from './gate.ts';
+import { RateLimitedError, type ThrottledError } from './errors.ts';
+import { type ClientStatistics, Gate, holdsPermits, sleep } from './gate.ts';
 import { localResponse } from './local-response.ts';
-import { CLIENT_OPTION_NAMES, type ClientOptions, clientConfig } from './options.ts';
+import { FETCH_OPTIONS } from './option-names.ts';
+import { type ClientOptions, clientConfig } from './options.ts';
 
 /** Options of {@link rateLimitedFetch}. */
 export interface RateLimitedFetchOptions extends ClientOptions {
@@ -12,16 +12,15 @@ export interface RateLimitedFetchOptions extends ClientOptions {
   fetch?: typeof fetch;
 }
 
-/** Every option name of {@link RateLimitedFetchOptions}: any other is refused. */
-export const RATE_LIMITED_FETCH_OPTION_NAMES = [...CLIENT_OPTION_NAMES, 'fetch'] as const;
-
 /** A `fetch` with a local quota per partition, that also obeys the pauses servers ask for. */
 export interface RateLimitedFetch {
   (input: string | URL | Request, init?: RequestInit): Promise<Response>;
-  /** Calls sent, limited locally and paused by the server, since creation (a copy). */
+  /** Calls sent, limited, paused, throttled and retried, since creation (a copy). */
   readonly statistics: ClientStatistics;
   /** Milliseconds before `key` (an origin, by default) may call again after a server's pause; 0 if none. */
   pausedFor(key: string): number;
+  /** The probability that the next call to `key` is rejected by adaptive throttling; 0 without `adaptive`. */
+  rejectionProbability(key: string): number;
 }
 
 /**
@@ -30,18 +29,20 @@ export interface RateLimitedFetch {
  * limiter's queue, abortable through the request's own `signal`), throws a {@link RateLimitedError}, or resolves
  * with a local `429` that never reached the network. A `429`/`503` answer with `Retry-After` or a draft-10
  * `RateLimit` field pauses the partition: no call to it leaves before the time given. A concurrency permit is
- * held until the response body is read to the end or cancelled: always consume or cancel bodies.
+ * held until the response body is read to the end or cancelled: always consume or cancel bodies. With `retry`,
+ * failed idempotent calls (network errors, timeouts, 5xx) are sent again after a jittered backoff, within a retry
+ * budget; with `adaptive`, calls are rejected locally (a {@link ThrottledError}) while most recent calls fail.
  *
  * @example
  * const api = rateLimitedFetch({
  *   limiter: tokenBucket({ tokenLimit: 10, tokensPerPeriod: 10, period: '1s', queueLimit: 100 }),
  *   retry: 2,
+ *   adaptive: true,
  * });
  * const res = await api('https://api.example.com/items', { signal: AbortSignal.timeout(30_000) });
  */
 export function rateLimitedFetch(options: RateLimitedFetchOptions): RateLimitedFetch {
-  rejectUnknown('rateLimitedFetch', options, RATE_LIMITED_FETCH_OPTION_NAMES);
-  const config = clientConfig('rateLimitedFetch', options);
+  const config = clientConfig('rateLimitedFetch', options, FETCH_OPTIONS);
   const inner = options.fetch ?? globalThis.fetch;
   if (typeof inner !== 'function') {
     throw new TypeError(`rateLimitedFetch: fetch must be a function; got ${describe(inner)}`);
@@ -62,7 +63,12 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions): RateLimitedF
     const signal = init?.signal ?? request?.signal ?? undefined;
     const method = init?.method ?? request?.method ?? 'GET';
     // A retry sends the request again: its body must be replayable (a Request is cloned per attempt).
-    const mayRetry = retries && gate.mayRetry(method, 0) && !(init?.body instanceof ReadableStream);
+    const replayable = retries && replayableBody(init?.body);
+    const throttled = gate.begin(key, origin);
+    if (throttled !== undefined) {
+      if (config.onLimited === 'respond') return localResponse(throttled);
+      throw throttled;
+    }
     for (let attempt = 0; ; attempt++) {
       // Retries were asked for: they wait out the pause whatever `onLimited` says.
       const admitted = await gate.admit(key, origin, signal, attempt > 0 ? 'wait' : config.onLimited);
@@ -72,17 +78,30 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions): RateLimitedF
       }
       let response: Response;
       try {
-        response = await inner(mayRetry && request ? request.clone() : input, init);
+        response = await inner(replayable && request ? request.clone() : input, init);
       } catch (error) {
         admitted.release();
-        throw error;
-      }
-      const paused = gate.observe(key, response.status, (name) => response.headers.get(name));
-      if (paused !== undefined && mayRetry && gate.mayRetry(method, attempt)) {
-        admitted.release();
-        // Nobody will read this answer: cancelling frees the connection for the retry.
-        await response.body?.cancel().catch(() => {});
+        const aborted = signal?.aborted === true;
+        gate.settle(key, { error }, aborted);
+        if (!replayable || aborted) throw error;
+        const decision = gate.retryAfter(key, origin, method, attempt, { error }, false);
+        if (!decision.retry) throw error;
+        await sleep(decision.delayMs, signal);
         continue;
+      }
+      const status = response.status;
+      const header = (name: string) => response.headers.get(name);
+      gate.settle(key, { status }, false);
+      const paused = gate.observe(key, status, header) !== undefined;
+      if (replayable && !signal?.aborted) {
+        const decision = gate.retryAfter(key, origin, method, attempt, { status }, paused, header);
+        if (decision.retry) {
+          admitted.release();
+          // Nobody will read this answer: cancelling frees the connection for the retry.
+          await response.body?.cancel().catch(() => {});
+          await sleep(decision.delayMs, signal);
+          continue;
+        }
       }
       return holdsPermits(admitted) ? releaseOnBody(response, admitted) : response;
     }
@@ -91,5 +110,13 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions): RateLimitedF
   return Object.defineProperties(limitedFetch as RateLimitedFetch, {
     statistics: { get: () => ({ ...gate.statistics }), enumerable: true },
     pausedFor: { value: (key: string) => gate.pauses?.remaining(key) ?? 0 },
+    rejectionProbability: { value: (key: string) => gate.throttle?.probability(key) ?? 0 },
   });
+}
+
+/** Whether a fetch body can be sent again: a stream or an async iterable is read once. */
+function replayableBody(body: unknown): boolean {
+  if (body === undefined || body === null) return true;
+  if (body instanceof ReadableStream) return false;
+  return typeof (body as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] !== 'function';
 }

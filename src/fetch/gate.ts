@@ -1,9 +1,18 @@
 import { ChainLease, HeldLease, type Lease } from '../limiters/lease.ts';
 import { telemetry } from '../telemetry.ts';
-import { RateLimitedError } from './errors.ts';
+import { backoffMs } from './backoff.ts';
+import { RateLimitedError, ThrottledError } from './errors.ts';
+import type { CallOutcome } from './failure.ts';
 import { rateLimitWaitMs, retryAfterMs } from './headers.ts';
 import type { ClientConfig, OnLimited } from './options.ts';
 import { PauseBook } from './pause-book.ts';
+import { RetryBudget } from './retry-budget.ts';
+import { AdaptiveThrottle } from './throttle.ts';
+
+/** Slots of the throttler's history and of the retry budget's window. */
+const BUCKETS = 20;
+/** Partitions whose history and budget are remembered at once (the oldest is forgotten first). */
+const MAX_HISTORIES = 10_000;
 
 /** Calls counted by a client since it was created. */
 export interface ClientStatistics {
@@ -13,15 +22,36 @@ export interface ClientStatistics {
   limited: number;
   /** Calls held back or refused because the server had paused their partition (counted once per call). */
   paused: number;
+  /** Calls (and retries) rejected locally by adaptive throttling: nothing was sent. */
+  throttled: number;
+  /** Retries sent again (each also counts in `sent`). */
+  retries: number;
+  /** Retries refused because the retry budget was spent: the last answer was returned instead. */
+  budgetExhausted: number;
 }
+
+/** How one call goes on after an attempt: a retry after `delayMs`, or the last answer as it is. */
+export type RetryDecision = { retry: true; delayMs: number } | { retry: false };
+
+const NO_RETRY: RetryDecision = { retry: false };
 
 /**
  * What the fetch wrapper and the undici interceptor share: taking a permit for a partition, honouring the
- * server's pauses, and reading answers for new pauses. Transport-neutral: it sees keys, statuses and headers.
+ * server's pauses, reading answers for new pauses, adaptive throttling, and deciding retries within the budget.
+ * Transport-neutral: it sees keys, statuses, errors and headers.
  */
 export class Gate {
   readonly pauses: PauseBook | undefined;
-  readonly statistics: ClientStatistics = { sent: 0, limited: 0, paused: 0 };
+  readonly throttle: AdaptiveThrottle | undefined;
+  readonly budget: RetryBudget | undefined;
+  readonly statistics: ClientStatistics = {
+    sent: 0,
+    limited: 0,
+    paused: 0,
+    throttled: 0,
+    retries: 0,
+    budgetExhausted: 0,
+  };
 
   constructor(readonly config: ClientConfig) {
     const pause = config.pause;
@@ -35,6 +65,87 @@ export class Gate {
             clock: config.clock,
             random: config.random,
           });
+    const { adaptive, retry, clock, random } = config;
+    const maxEntries = MAX_HISTORIES;
+    this.throttle =
+      adaptive === false
+        ? undefined
+        : new AdaptiveThrottle({ ...adaptive, buckets: BUCKETS, maxEntries, clock, random });
+    this.budget =
+      retry.attempts === 0 || retry.budget === false
+        ? undefined
+        : new RetryBudget({ ...retry.budget, buckets: BUCKETS, maxEntries, clock });
+  }
+
+  /**
+   * Starts a call the application made: counts it for the retry budget, and draws against the throttle. Returns
+   * the error to fail it with when it is rejected locally (nothing is sent).
+   */
+  begin(key: string, origin: string): ThrottledError | undefined {
+    this.budget?.call(key);
+    const p = this.throttle?.reject(key);
+    if (p === undefined) return undefined;
+    this.countThrottled(origin);
+    return new ThrottledError(p, key);
+  }
+
+  /**
+   * Records what came of an attempt that was sent, for the throttler. A call the caller aborted (other than by a
+   * timeout) says nothing about the server and is not recorded.
+   */
+  settle(key: string, outcome: CallOutcome, callerAborted: boolean): void {
+    const { throttle } = this;
+    const adaptive = this.config.adaptive;
+    if (throttle === undefined || adaptive === false) return;
+    if (callerAborted && (outcome.error as { name?: unknown } | undefined)?.name !== 'TimeoutError') return;
+    throttle.record(key, !adaptive.isFailure(outcome));
+  }
+
+  /**
+   * Whether attempt `attempt` (0 for the first) of a call to `key` is tried again, and after how long. Retried:
+   * an answer that paused the partition (`paused`; the wait is then the pause, which {@link admit} keeps) or an
+   * outcome `retry.isFailure` calls a failure, for a retryable method, while attempts are left, the retry
+   * budget has room and the throttler lets the retry go. The wait is the backoff, or the answer's `Retry-After`
+   * when longer. The caller checks that the body can be sent again and that it did not abort.
+   */
+  retryAfter(
+    key: string,
+    origin: string,
+    method: string,
+    attempt: number,
+    outcome: CallOutcome,
+    paused: boolean,
+    header?: (name: string) => string | null | undefined,
+  ): RetryDecision {
+    const retry = this.config.retry;
+    if (attempt >= retry.attempts || !retry.methods.has(method.toUpperCase())) return NO_RETRY;
+    if (!paused && !retry.isFailure(outcome)) return NO_RETRY;
+    if (this.budget !== undefined && !this.budget.tryRetry(key)) {
+      this.statistics.budgetExhausted++;
+      telemetry().clientRetries.add(1, { result: 'budget-exhausted', origin });
+      return NO_RETRY;
+    }
+    // A retry is a call like any other for the throttler: while the server fails, most retries stay home.
+    if (this.throttle?.reject(key) !== undefined) {
+      this.countThrottled(origin);
+      return NO_RETRY;
+    }
+    this.statistics.retries++;
+    telemetry().clientRetries.add(1, { result: 'retried', origin });
+    if (paused) return { retry: true, delayMs: 0 };
+    const { baseMs, maxMs } = retry.backoff;
+    let delayMs = backoffMs(attempt + 1, baseMs, maxMs, this.config.random);
+    const pause = this.config.pause;
+    if (header !== undefined && pause !== false) {
+      const asked = retryAfterMs(header('retry-after'), this.config.now(), header('date'));
+      if (asked !== undefined) delayMs = Math.max(delayMs, Math.min(asked, pause.maxMs));
+    }
+    return { retry: true, delayMs };
+  }
+
+  private countThrottled(origin: string): void {
+    this.statistics.throttled++;
+    telemetry().clientCalls.add(1, { result: 'throttled', origin });
   }
 
   /**
@@ -115,12 +226,6 @@ export class Gate {
       rateLimitWaitMs(header('ratelimit'));
     if (wait === undefined || wait <= 0) return undefined;
     return this.pauses?.pause(key, wait);
-  }
-
-  /** Whether a call with `method` may be retried after a pausing answer. */
-  mayRetry(method: string, attempt: number): boolean {
-    const retry = this.config.retry;
-    return attempt < retry.attempts && retry.methods.has(method.toUpperCase());
   }
 }
 

@@ -2,7 +2,8 @@
  * `floodgate/fetch`: rate-limited outgoing calls. {@link rateLimitedFetch} wraps `fetch`;
  * {@link rateLimitInterceptor} does the same as an undici interceptor (undici types only: nothing loads undici).
  */
-export { type LimitedReason, RateLimitedError } from './errors.ts';
+export { type LimitedReason, RateLimitedError, ThrottledError } from './errors.ts';
+export { type CallOutcome, defaultIsFailure, isNetworkError } from './failure.ts';
 export { type RateLimitedFetch, type RateLimitedFetchOptions, rateLimitedFetch } from './fetch.ts';
 export type { ClientStatistics } from './gate.ts';
 export {
@@ -13,5 +14,13 @@ export {
   retryAfterMs,
 } from './headers.ts';
 export { LOCAL_HEADER } from './local-response.ts';
-export type { ClientLimiter, ClientOptions, OnLimited, PauseOptions, RetryOptions } from './options.ts';
+export type {
+  AdaptiveOptions,
+  BackoffOptions,
+  ClientLimiter,
+  ClientOptions,
+  OnLimited,
+  PauseOptions,
+  RetryOptions,
+} from './options.ts';
 export { type RateLimitInterceptor, rateLimitInterceptor } from './undici.ts';

@@ -4,11 +4,11 @@ import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { describe } from '../duration.ts';
 import type { Lease } from '../limiters/lease.ts';
-import { rejectUnknown } from '../options/known.ts';
 import { RateLimitedError } from './errors.ts';
-import { type ClientStatistics, Gate } from './gate.ts';
-import { LOCAL_HEADER } from './local-response.ts';
-import { CLIENT_OPTION_NAMES, type ClientOptions, clientConfig } from './options.ts';
+import type { CallOutcome } from './failure.ts';
+import { type ClientStatistics, Gate, type RetryDecision, sleep } from './gate.ts';
+import { LOCAL_HEADER, localStatus } from './local-response.ts';
+import { type ClientOptions, clientConfig } from './options.ts';
 
 type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
@@ -27,10 +27,12 @@ export type DispatchFunction = (
 /** An undici interceptor (`Dispatcher.DispatcherComposeInterceptor`) that also reports what it counted. */
 export interface RateLimitInterceptor {
   (dispatch: DispatchFunction): DispatchFunction;
-  /** Calls sent, limited locally and paused by the server, since creation (a copy). */
+  /** Calls sent, limited, paused, throttled and retried, since creation (a copy). */
   readonly statistics: ClientStatistics;
   /** Milliseconds before `key` (an origin, by default) may call again after a server's pause; 0 if none. */
   pausedFor(key: string): number;
+  /** The probability that the next call to `key` is rejected by adaptive throttling; 0 without `adaptive`. */
+  rejectionProbability(key: string): number;
 }
 
 /**
@@ -39,14 +41,14 @@ export interface RateLimitInterceptor {
  * undici directly: `new Agent().compose(rateLimitInterceptor({ limiter }))`. Waits end when the dispatch
  * options' `signal` aborts (undici's `request()` passes its `signal` there). A concurrency permit is held until
  * the response ends or fails. With `onLimited: 'respond'` the handler receives a local 429; with `'throw'`, an
- * error through `onResponseError` (undici's `request()` rejects with it).
+ * error through `onResponseError` (undici's `request()` rejects with it). `retry` and `adaptive` work as in
+ * {@link rateLimitedFetch}; a failed attempt is retried only while the caller's handler has seen no answer.
  *
  * @example
  * const agent = new Agent().compose(rateLimitInterceptor({ limiter: tokenBucket({ … }), retry: 2 }));
  * const { statusCode, body } = await request('https://api.example.com/items', { dispatcher: agent });
  */
 export function rateLimitInterceptor(options: ClientOptions): RateLimitInterceptor {
-  rejectUnknown('rateLimitInterceptor', options, CLIENT_OPTION_NAMES);
   const config = clientConfig('rateLimitInterceptor', options);
   const gate = new Gate(config);
   const interceptor: Dispatcher.DispatcherComposeInterceptor = (dispatch) =>
@@ -73,13 +75,14 @@ export function rateLimitInterceptor(options: ClientOptions): RateLimitIntercept
         origin,
         signal instanceof AbortSignal ? signal : undefined,
       );
-      call.attempt();
+      call.start();
       // The request is ours now, queued or sent: the dispatcher can take more.
       return true;
     };
   return Object.defineProperties(interceptor as unknown as RateLimitInterceptor, {
     statistics: { get: () => ({ ...gate.statistics }), enumerable: true },
     pausedFor: { value: (key: string) => gate.pauses?.remaining(key) ?? 0 },
+    rejectionProbability: { value: (key: string) => gate.throttle?.probability(key) ?? 0 },
   });
 }
 
@@ -100,6 +103,10 @@ class Facade implements Controller {
   get reason(): Error | null {
     return this.abortReason ?? this.current?.reason ?? null;
   }
+  /** Whether the caller aborted through this controller. */
+  get abortedByCaller(): boolean {
+    return this.abortReason !== null;
+  }
   abort(reason: Error): void {
     this.abortReason ??= reason;
     this.current?.abort(reason);
@@ -118,7 +125,11 @@ class Call implements Handler {
   private started = false;
   private attempts = 0;
   private lease: Lease | undefined;
+  /** The answer in flight is read to its end and dropped; the call is sent again after `delayMs`. */
   private retrying = false;
+  private delayMs = 0;
+  /** The caller's handler has seen an answer: nothing can be retried any more. */
+  private delivered = false;
 
   constructor(
     private readonly gate: Gate,
@@ -130,7 +141,15 @@ class Call implements Handler {
     private readonly signal: AbortSignal | undefined,
   ) {}
 
-  attempt(): void {
+  /** Sends the call, unless the throttler rejects it. */
+  start(): void {
+    const throttled = this.gate.begin(this.key, this.origin);
+    if (throttled === undefined) this.attempt();
+    else if (this.gate.config.onLimited === 'respond') this.respondLocally(throttled);
+    else this.fail(throttled);
+  }
+
+  private attempt(): void {
     const mode = this.attempts > 0 ? 'wait' : this.gate.config.onLimited;
     this.gate.admit(this.key, this.origin, this.signal, mode).then(
       (admitted) => {
@@ -174,12 +193,20 @@ class Call implements Handler {
     headers: Headers,
     statusMessage?: string,
   ): void {
-    const paused = this.gate.observe(this.key, statusCode, (name) => first(headers[name]));
-    if (paused !== undefined && this.mayRetry()) {
-      // Read this answer to its end (it frees the connection) without showing it to the caller.
-      this.retrying = true;
-      return;
+    const header = (name: string) => first(headers[name]);
+    const outcome = { status: statusCode };
+    this.gate.settle(this.key, outcome, false);
+    const paused = this.gate.observe(this.key, statusCode, header) !== undefined;
+    if (this.mayRetry()) {
+      const decision = this.decide(outcome, paused, header);
+      if (decision.retry) {
+        // Read this answer to its end (it frees the connection) without showing it to the caller.
+        this.retrying = true;
+        this.delayMs = decision.delayMs;
+        return;
+      }
     }
+    this.delivered = true;
     this.handler.onResponseStart?.(this.facade, statusCode, headers, statusMessage);
   }
 
@@ -190,8 +217,7 @@ class Call implements Handler {
   onResponseEnd(_controller: Controller, trailers: Headers): void {
     this.release();
     if (this.retrying) {
-      this.attempts++;
-      this.attempt();
+      this.again();
       return;
     }
     this.handler.onResponseEnd?.(this.facade, trailers);
@@ -199,13 +225,63 @@ class Call implements Handler {
 
   onResponseError(_controller: Controller, error: Error): void {
     this.release();
+    // An error while the dropped answer was read: the retry was decided already.
+    if (this.retrying) {
+      this.again();
+      return;
+    }
+    const aborted = this.callerAborted();
+    const outcome = { error };
+    this.gate.settle(this.key, outcome, aborted);
+    if (!this.delivered && !aborted && this.mayRetry()) {
+      const decision = this.decide(outcome, false);
+      if (decision.retry) {
+        this.delayMs = decision.delayMs;
+        this.again();
+        return;
+      }
+    }
     this.handler.onResponseError?.(this.facade, error);
   }
 
+  /** The next attempt, after the backoff (abortable through the signal). */
+  private again(): void {
+    this.attempts++;
+    const delay = this.delayMs;
+    if (delay <= 0) {
+      this.attempt();
+      return;
+    }
+    sleep(delay, this.signal).then(
+      () => this.attempt(),
+      (error: Error) => this.fail(error),
+    );
+  }
+
+  private decide(
+    outcome: CallOutcome,
+    paused: boolean,
+    header?: (name: string) => string | undefined,
+  ): RetryDecision {
+    return this.gate.retryAfter(
+      this.key,
+      this.origin,
+      this.opts.method,
+      this.attempts,
+      outcome,
+      paused,
+      header,
+    );
+  }
+
+  private callerAborted(): boolean {
+    return this.facade.abortedByCaller || this.signal?.aborted === true;
+  }
+
   private mayRetry(): boolean {
+    if (this.attempts >= this.gate.config.retry.attempts || this.callerAborted()) return false;
     const body = this.opts.body;
-    const replayable = body == null || typeof body === 'string' || body instanceof Uint8Array;
-    return replayable && this.gate.mayRetry(this.opts.method, this.attempts);
+    return body == null || typeof body === 'string' || body instanceof Uint8Array;
   }
 
   private release(): void {
@@ -240,7 +316,8 @@ class Call implements Handler {
         this.fail(facade.reason as Error);
         return;
       }
-      handler.onResponseStart?.(facade, 429, headers, 'Too Many Requests');
+      const [status, statusText] = localStatus(error);
+      handler.onResponseStart?.(facade, status, headers, statusText);
       if (facade.aborted) return;
       handler.onResponseData?.(facade, body);
       handler.onResponseEnd?.(facade, {});

@@ -25,7 +25,8 @@ export function unknownMessage(where: string, what: string, name: string, known:
 
 /**
  * The known name nearest to `name`, or `undefined` when none is near: at most a third of the name's letters
- * changed (at least 2; 1 in names of up to 4 letters), case ignored, a swap of two neighbours counting as one.
+ * changed (at least 2; 1 in names of up to 4 letters), case ignored, a swap of two neighbours counting as one;
+ * else the first known name that `name` (3 letters or more) begins.
  */
 export function closest(name: string, known: readonly string[]): string | undefined {
   const wanted = name.toLowerCase();
@@ -38,6 +39,10 @@ export function closest(name: string, known: readonly string[]): string | undefi
       best = candidate;
       bestDistance = distance;
     }
+  }
+  // A name cut short (`base` for `baseMs`) is far by letters but plainly meant: the first known name it begins.
+  if (best === undefined && wanted.length >= 3) {
+    best = known.find((candidate) => candidate.toLowerCase().startsWith(wanted));
   }
   return best;
 }

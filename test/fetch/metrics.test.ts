@@ -54,9 +54,54 @@ test('floodgate.client.calls counts sent, limited and paused calls by origin', a
   const calls = recorded.filter((m) => m.name === 'floodgate.client.calls');
   const count = (result: string) =>
     calls.filter((m) => m.attributes?.result === result && m.attributes?.origin === a.origin).length;
+  const { sent, limited, paused } = api.statistics;
   assert.deepEqual(
     { sent: count('sent'), limited: count('limited'), paused: count('paused') },
-    api.statistics,
+    { sent, limited, paused },
   );
-  assert.deepEqual(api.statistics, { sent: 2, limited: 1, paused: 1 });
+  assert.deepEqual(api.statistics, {
+    sent: 2,
+    limited: 1,
+    paused: 1,
+    throttled: 0,
+    retries: 0,
+    budgetExhausted: 0,
+  });
+});
+
+test('floodgate.client.calls counts throttled calls; floodgate.client.retries counts retries and refusals', async () => {
+  a.respond = (_req, res) => res.writeHead(500).end();
+  recorded.length = 0;
+  const api = rateLimitedFetch({
+    limiter: fixedWindow({ permitLimit: 100, window: '1h' }),
+    clock: handClock(),
+    random: () => 0,
+    onLimited: 'respond',
+    retry: { attempts: 1, minRetries: 1 },
+    adaptive: { minRequests: 3 },
+  });
+  const statuses: number[] = [];
+  for (let i = 0; i < 4; i++) {
+    const response = await api(a.url());
+    statuses.push(response.status);
+    await response.text();
+  }
+  // 1: 500, and its retry (minRetries) 500; 2: 500, no budget left for a retry; 3 and 4: throttled locally
+  // (3 requests in the history, none accepted: p = 3/4, then 4/5).
+  assert.deepEqual(statuses, [500, 500, 503, 503]);
+  const count = (name: string, result: string) =>
+    recorded.filter(
+      (m) => m.name === name && m.attributes?.result === result && m.attributes?.origin === a.origin,
+    ).length;
+  assert.equal(count('floodgate.client.calls', 'throttled'), 2);
+  assert.equal(count('floodgate.client.retries', 'retried'), 1);
+  assert.equal(count('floodgate.client.retries', 'budget-exhausted'), 1);
+  assert.deepEqual(api.statistics, {
+    sent: 3,
+    limited: 0,
+    paused: 0,
+    throttled: 2,
+    retries: 1,
+    budgetExhausted: 1,
+  });
 });

@@ -72,7 +72,14 @@ describe('server-driven pauses', () => {
     clock.advance(1);
     assert.equal((await api(a.url())).status, 200);
     assert.equal(a.hits.length - start, 2);
-    assert.deepEqual(api.statistics, { sent: 3, limited: 0, paused: 2 });
+    assert.deepEqual(api.statistics, {
+      sent: 3,
+      limited: 0,
+      paused: 2,
+      throttled: 0,
+      retries: 0,
+      budgetExhausted: 0,
+    });
   });
 
   test("Retry-After as an HTTP-date, measured against the response's Date", async () => {

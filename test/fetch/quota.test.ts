@@ -32,7 +32,14 @@ describe('the local quota holds, counted on the server', () => {
       assert.ok(Number(r.headers.get('retry-after')) >= 1);
     }
     await Promise.all(responses.map((r) => r.text()));
-    assert.deepEqual(api.statistics, { sent: 3, limited: 7, paused: 0 });
+    assert.deepEqual(api.statistics, {
+      sent: 3,
+      limited: 7,
+      paused: 0,
+      throttled: 0,
+      retries: 0,
+      budgetExhausted: 0,
+    });
   });
 
   test("'throw': a typed error, and nothing reaches the server", async () => {
@@ -168,6 +175,70 @@ describe('options are checked at construction', () => {
       /fetch must be a function/,
     ],
     ['key', () => rateLimitedFetch({ limiter: hourly(1), key: 'origin' as never }), /key must be a function/],
+    [
+      'an unknown option, with the closest known name',
+      () => rateLimitedFetch({ limiter: hourly(1), retries: 2 } as never),
+      /unknown option "retries"; did you mean "retry"\?/,
+    ],
+    [
+      'an unknown nested option',
+      () => rateLimitedFetch({ limiter: hourly(1), adaptive: { histroyMs: 1000 } as never }),
+      /adaptive: unknown option "histroyMs"; did you mean "historyMs"\?/,
+    ],
+    [
+      'retry.backoff unknown',
+      () => rateLimitedFetch({ limiter: hourly(1), retry: { attempts: 1, backoff: { base: 1 } as never } }),
+      /retry\.backoff: unknown option "base"; did you mean "baseMs"\?/,
+    ],
+    [
+      'pause unknown',
+      () => rateLimitedFetch({ limiter: hourly(1), pause: { maxMs: 1 } as never }),
+      /pause: unknown option "maxMs"; did you mean "max"\?/,
+    ],
+    [
+      'adaptive.k',
+      () => rateLimitedFetch({ limiter: hourly(1), adaptive: { k: 0.5 } }),
+      /adaptive\.k.*got 0\.5/,
+    ],
+    [
+      'adaptive.historyMs',
+      () => rateLimitedFetch({ limiter: hourly(1), adaptive: { historyMs: '10s' as never } }),
+      /adaptive\.historyMs must be a whole number; got "10s"/,
+    ],
+    [
+      'adaptive.maxRejection',
+      () => rateLimitedFetch({ limiter: hourly(1), adaptive: { maxRejection: 0 } }),
+      /adaptive\.maxRejection.*got 0/,
+    ],
+    [
+      'adaptive.isFailure',
+      () => rateLimitedFetch({ limiter: hourly(1), adaptive: { isFailure: 500 as never } }),
+      /adaptive\.isFailure must be a function; got 500/,
+    ],
+    [
+      'adaptive itself',
+      () => rateLimitedFetch({ limiter: hourly(1), adaptive: 'on' as never }),
+      /adaptive must be an object; got "on"/,
+    ],
+    [
+      'retry.budget',
+      () => rateLimitedFetch({ limiter: hourly(1), retry: { attempts: 1, budget: -0.1 } }),
+      /retry\.budget.*got -0\.1/,
+    ],
+    [
+      'retry.backoff.maxMs below baseMs',
+      () =>
+        rateLimitedFetch({
+          limiter: hourly(1),
+          retry: { attempts: 1, backoff: { baseMs: 500, maxMs: 100 } },
+        }),
+      /retry\.backoff\.maxMs must be a whole number ≥ 500; got 100/,
+    ],
+    [
+      'retry.minRetries',
+      () => rateLimitedFetch({ limiter: hourly(1), retry: { attempts: 1, minRetries: 1.5 } }),
+      /retry\.minRetries.*got 1\.5/,
+    ],
   ];
   for (const [name, make, message] of cases) {
     test(name, () => assert.throws(make, message));

@@ -45,7 +45,14 @@ test('the quota holds through request() and undici fetch: local 429s never reach
   const local = answers.filter((x) => x.statusCode === 429);
   assert.equal(local.length, 2);
   assert.ok(local.every((x) => x.local === 'limit' && Number(x.retryAfter) >= 1));
-  assert.deepEqual(interceptor.statistics, { sent: 2, limited: 3, paused: 0 });
+  assert.deepEqual(interceptor.statistics, {
+    sent: 2,
+    limited: 3,
+    paused: 0,
+    throttled: 0,
+    retries: 0,
+    budgetExhausted: 0,
+  });
 });
 
 test("'throw': request() rejects with a RateLimitedError", async () => {

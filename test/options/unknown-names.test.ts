@@ -172,6 +172,8 @@ const NO_OPTIONS = new Set([
   'rateLimitWaitMs',
   'retryAfterMs',
   'isUnavailableAnswer',
+  'defaultIsFailure',
+  'isNetworkError',
 ]);
 
 describe('unknown option names', () => {
@@ -229,6 +231,8 @@ describe('closest()', () => {
     assert.equal(closest('permitLimt', known), 'permitLimit');
     assert.equal(closest('windwo', known), 'window');
     assert.equal(closest('limit', known), undefined);
+    assert.equal(closest('permit', known), 'permitLimit', 'a name cut short');
+    assert.equal(closest('qu', known), undefined, 'too short to be meant');
     assert.equal(editDistance('ab', 'ba'), 1);
     assert.equal(editDistance('kitten', 'sitting'), 3);
   });
