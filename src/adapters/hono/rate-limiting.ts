@@ -89,8 +89,9 @@ function waitSignal(c: Context): AbortSignal | undefined {
  * markers (`limiter.requirePolicy('name')`, `limiter.noRateLimit()`) set a route's policy. Hono matches every
  * handler of a request before running the first, so the app-level middleware sees the route's marker and decides
  * global and policy as one chain; a marker on a route the middleware does not run for decides the chain itself.
- * Under `@hono/node-server` a held (concurrency) permit comes back when the response has been written; elsewhere
- * when the handler returns.
+ * Under `@hono/node-server` a held (concurrency) permit comes back when the response has been written or the
+ * client went away, whichever is first, even if the handler never settles; elsewhere when the handler returns or
+ * the request's (or its timeout's) signal aborts.
  *
  * @example
  * ```ts
@@ -162,19 +163,19 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
       else engine.setHeaders(view, decision, c, appendHeader);
     }
     if (decision.heldSince < 0) return next();
-    // Under node-server the body is written after the handler returns: hold the permit until it is.
-    const release = (): void => {
-      if (outgoing !== undefined) holdUntilEnd(engine, outgoing, decision);
-      else engine.release(decision);
-    };
-    let route: Promise<void>;
-    try {
-      route = next();
-    } catch (error) {
-      release();
-      throw error;
+    // The permit comes back at the first of: the response written, the client gone, the timeout answered (its
+    // answer is a response too). Not when the route's promise settles: a handler that never settles would keep it.
+    if (outgoing !== undefined) {
+      holdUntilEnd(engine, outgoing, decision);
+      return next();
     }
-    return route.finally(release);
+    // Other runtimes show no response end: the route settling, the client's or the timeout's signal.
+    const release = (): void => engine.release(decision);
+    for (const signal of [c.req.raw.signal, requestTimeoutOf(c)?.signal]) {
+      if (signal?.aborted) release();
+      else signal?.addEventListener('abort', release, { once: true });
+    }
+    return next().finally(release);
   };
 
   const middleware: MiddlewareHandler = (c, next) => {
