@@ -34,6 +34,20 @@ export interface HonoRateLimiting extends MiddlewareHandler {
 
 const kMarker: unique symbol = Symbol.for('floodgate.rateLimitMarker') as never;
 type Marked = { [kMarker]?: { engine: RateLimiting; route: RouteLimits } };
+/**
+ * The marker a matched handler carries. A sub-app with its own `onError` has each handler wrapped by Hono's
+ * `route()`, which keeps the original under `__COMPOSED_HANDLER` (once per level of nesting).
+ */
+function markerOf(handler: unknown): Marked[typeof kMarker] {
+  let h = handler as (Marked & { __COMPOSED_HANDLER?: unknown }) | undefined;
+  for (let depth = 0; h != null && depth < 8; depth++) {
+    const marker = h[kMarker];
+    if (marker !== undefined) return marker;
+    h = h.__COMPOSED_HANDLER as typeof h;
+  }
+  return undefined;
+}
+
 const kDecided: unique symbol = Symbol.for('floodgate.rateLimited') as never;
 type Decided = { [kDecided]?: RouteLimits };
 
@@ -178,17 +192,32 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
     return next().finally(release);
   };
 
+  // The route limits of this engine's marker among the handlers Hono matched; `null` when two of its markers
+  // disagree, which is found before anything is decided so that the failing request is never charged.
+  const markedRoute = (c: Context): RouteLimits | null | undefined => {
+    let found: RouteLimits | undefined;
+    for (const matched of c.req.matchedRoutes) {
+      const marker = markerOf(matched.handler);
+      if (marker === undefined || marker.engine !== engine) continue;
+      if (found !== undefined && found !== marker.route) return null;
+      found = marker.route;
+    }
+    return found;
+  };
+
+  const conflict = (): Error =>
+    new Error(
+      'floodgate: two rate-limiting markers of one limiter apply to this route; global and route policy must be ' +
+        'decided together, so give the route one marker',
+    );
+
   const middleware: MiddlewareHandler = (c, next) => {
     if (decidedWith(c) !== undefined) return next();
     let route = engine.defaultRoute;
     if (markers > 0) {
-      for (const matched of c.req.matchedRoutes) {
-        const marker = (matched.handler as Marked)[kMarker];
-        if (marker !== undefined && marker.engine === engine) {
-          route = marker.route;
-          break;
-        }
-      }
+      const marked = markedRoute(c);
+      if (marked === null) throw conflict();
+      if (marked !== undefined) route = marked;
     }
     return decide(route, c, next);
   };
@@ -197,7 +226,10 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
     markers++;
     const handle: MiddlewareHandler = (c, next) => {
       const prior = decidedWith(c);
-      if (prior === undefined) return decide(route, c, next);
+      if (prior === undefined) {
+        if (markedRoute(c) === null) throw conflict();
+        return decide(route, c, next);
+      }
       if (prior === route) return next();
       throw new Error(
         `floodgate: this route requires rate-limiting policy ${JSON.stringify(route.policy?.name ?? 'none')} but the ` +
