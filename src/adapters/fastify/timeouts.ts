@@ -24,6 +24,7 @@ declare module 'fastify' {
 }
 
 const kSetting = Symbol('floodgate.timeoutSetting');
+const RATE_LIMITING_PLUGIN = 'floodgate-rate-limiting';
 type TimedConfig = { timeout?: unknown; [kSetting]?: TimeoutRouteSetting };
 
 // Options Fastify itself reads from register(); they are not ours to validate.
@@ -151,8 +152,26 @@ export function requestTimeouts(
 
   fastify.decorateRequest('requestTimeout', null);
 
-  fastify.addHook('onRoute', (route) => {
+  // `config.rateLimiting` is floodgate's too: without the rate-limiting plugin nothing would apply it. Checked
+  // at ready, when every plugin is registered, for the routes this plugin saw.
+  const unlimited: Array<{ instance: FastifyInstance; where: string }> = [];
+  fastify.addHook('onReady', (ready) => {
+    const missing = unlimited.find(({ instance }) => !instance.hasPlugin(RATE_LIMITING_PLUGIN));
+    unlimited.length = 0;
+    ready(
+      missing &&
+        new Error(
+          `floodgate: ${missing.where} sets config.rateLimiting but the rateLimiting plugin is not registered; ` +
+            'register it (floodgate/fastify) or the route is not limited',
+        ),
+    );
+  });
+
+  fastify.addHook('onRoute', function onRoute(this: FastifyInstance, route) {
     const config = (route.config ?? {}) as TimedConfig;
+    if ((config as { rateLimiting?: unknown }).rateLimiting !== undefined) {
+      unlimited.push({ instance: this, where: `route ${String(route.method)} ${route.url}` });
+    }
     if (config.timeout !== undefined) {
       const where = `route ${String(route.method)} ${route.url}: config.timeout`;
       route.config = { ...config, [kSetting]: engine.route(config.timeout, where) } as typeof route.config;

@@ -207,8 +207,8 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
 
   const conflict = (): Error =>
     new Error(
-      'floodgate: two rate-limiting markers of one limiter apply to this route; global and route policy must be ' +
-        'decided together, so give the route one marker',
+      'floodgate: two rate-limiting markers of one limiter apply to this route (the request would be already ' +
+        'decided by the first); global and route policy must be decided together, so give the route one marker',
     );
 
   const middleware: MiddlewareHandler = (c, next) => {
