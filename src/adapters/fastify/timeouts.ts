@@ -116,7 +116,11 @@ function observeHandler(handler: RouteOptions['handler']): RouteOptions['handler
       },
       (error: unknown) => {
         context.handlerDone();
-        if (context.timedOut && isAbortReason(error)) return undefined;
+        if (context.timedOut && isAbortReason(error)) {
+          // The policy answers (now, if this came within its grace).
+          context.gaveUp();
+          return undefined;
+        }
         throw error;
       },
     );

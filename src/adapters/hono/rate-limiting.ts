@@ -5,7 +5,8 @@ import { holdUntilEnd, isThenable, setHeader } from '../../http/rate-limiting/no
 import type { RateLimitingOptions, RejectedContext, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
 import type { HttpRequest } from '../../http/request.ts';
-import { requestTimeoutOf } from '../../http/timeouts/registry.ts';
+import { requestTimeoutOf, timeoutGaveUp } from '../../http/timeouts/registry.ts';
+import { throughComposed } from './composed.ts';
 
 export type {
   HttpLimiter,
@@ -34,18 +35,13 @@ export interface HonoRateLimiting extends MiddlewareHandler {
 
 const kMarker: unique symbol = Symbol.for('floodgate.rateLimitMarker') as never;
 type Marked = { [kMarker]?: { engine: RateLimiting; route: RouteLimits } };
-/**
- * The marker a matched handler carries. A sub-app with its own `onError` has each handler wrapped by Hono's
- * `route()`, which keeps the original under `__COMPOSED_HANDLER` (once per level of nesting).
- */
+// The marker a matched handler carries, looking through Hono's wrappers of sub-apps with their own onError.
 function markerOf(handler: unknown): Marked[typeof kMarker] {
-  let h = handler as (Marked & { __COMPOSED_HANDLER?: unknown }) | undefined;
-  for (let depth = 0; h != null && depth < 8; depth++) {
-    const marker = h[kMarker];
-    if (marker !== undefined) return marker;
-    h = h.__COMPOSED_HANDLER as typeof h;
-  }
-  return undefined;
+  return throughComposed(handler, readMarker);
+}
+
+function readMarker(handler: object): Marked[typeof kMarker] {
+  return (handler as Marked)[kMarker];
 }
 
 const kDecided: unique symbol = Symbol.for('floodgate.rateLimited') as never;
@@ -141,7 +137,11 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
     c: Context,
     next: () => Promise<void>,
   ): Promise<Response | void> => {
-    if (decision.result === 'canceled') return Promise.resolve(new Response(null, { status: 499 }));
+    if (decision.result === 'canceled') {
+      // Left the queue at its deadline (or the client left): the timeout answers now, without a handler's grace.
+      timeoutGaveUp(c);
+      return Promise.resolve(new Response(null, { status: 499 }));
+    }
     if (decision.lease !== undefined && !decision.lease.granted) {
       const answer = rejected(view, decision, c);
       if (!engine.options.dryRun) return answer;

@@ -4,7 +4,7 @@ import { decideAndContinue, isThenable } from '../../http/rate-limiting/node-htt
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
 import { isAbortReason } from '../../http/timeouts/reasons.ts';
-import { requestTimeoutOf } from '../../http/timeouts/registry.ts';
+import { requestTimeoutOf, timeoutGaveUp } from '../../http/timeouts/registry.ts';
 import { errorHandler, type NodeErrorHandler, reportError } from './errors.ts';
 
 export type {
@@ -139,7 +139,10 @@ function run<Req extends IncomingMessage, Res extends ServerResponse>(
     result.then(undefined, (error: unknown) => {
       // Inside requestTimeouts, a handler rethrowing its own abort after the timeout answered did nothing wrong
       // (the timeouts wrapper cannot see this promise: it sees ours). The timeout's answer stands.
-      if (requestTimeoutOf(req)?.timedOut && isAbortReason(error)) return;
+      if (requestTimeoutOf(req)?.timedOut && isAbortReason(error)) {
+        timeoutGaveUp(req);
+        return;
+      }
       reportError(onError, error, req, res);
     });
   }

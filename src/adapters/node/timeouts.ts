@@ -105,8 +105,12 @@ export function requestTimeouts(options?: NodeTimeoutsOptions): NodeTimeouts {
           },
           (error: unknown) => {
             if (started) ctx.handlerDone();
-            // A handler that rethrows its own abort after we answered did nothing wrong: our answer stands.
-            if (ctx.timedOut && isAbortReason(error)) return;
+            // A handler that rethrows its own abort after the deadline did nothing wrong: the policy answers (now,
+            // if this was within its grace).
+            if (ctx.timedOut && isAbortReason(error)) {
+              ctx.gaveUp();
+              return;
+            }
             reportError(onError, error, req, res);
           },
         );
