@@ -16,6 +16,8 @@ import type { MiddlewareHandler } from 'hono';
 import {
   built,
   builtAdapters,
+  inject,
+  type Listener,
   listen,
   load,
   loadGenerator,
@@ -111,6 +113,9 @@ async function variants(): Promise<Variant[]> {
 const measuring =
   process.argv[2] !== '--serve' && process.env.INSTRUCTIONS !== '1' && process.env.INPROC !== '1';
 if (measuring) await micro();
+if (process.argv[2] !== '--serve' && process.env.INSTRUCTIONS !== '1' && process.env.TIMED_OUT !== '0') {
+  await timedOutCost();
+}
 await runHttpBench({ file: import.meta.url, variants, title: 'requests that finish in time' });
 if (measuring && process.env.PROFILE !== '0') {
   const frameworks = (process.env.FRAMEWORKS ?? 'node,express,fastify,hono').split(',');
@@ -283,3 +288,110 @@ async function micro(): Promise<void> {
 }
 
 function noop(): void {}
+
+// ---- what a timed-out request costs over one its handler answers ----
+
+/**
+ * CPU per request, in process, of BURST simultaneous requests that time out (their handlers write late, after
+ * the 504, and those writes are dropped) against BURST whose handlers answer in time — the same handler work
+ * (one timer, one write) and the same floodgate middleware, so the difference is what a timeout costs:
+ * answering, dropping the late writes, the abort. Idle time waiting for timers is not CPU and not counted.
+ */
+async function timedOutCost(): Promise<void> {
+  const burst = Number(process.env.BURST ?? 2000);
+  const rounds = Number(process.env.TIMED_OUT_ROUNDS ?? 5);
+  const frameworks = (process.env.FRAMEWORKS ?? 'node,express,fastify,hono').split(',');
+  const express = (await import('express')).default;
+  const { Hono } = await import('hono');
+  const { createAdaptorServer } = await import('@hono/node-server');
+  const Fastify = (await import('fastify')).default;
+  const floodgate = await builtAdapters();
+  const DEADLINE_MS = 20; // the timed-out handlers write at LATE_MS, after the deadline
+  const LATE_MS = 60;
+  const EARLY_MS = 5; // the others answer well before their deadline
+
+  const servers: Record<string, (timeout: number, delay: number) => Promise<http.Server>> = {
+    node: async (timeout, delay) =>
+      http.createServer(
+        floodgate.node.requestTimeouts({ default: timeout })((_req, res) => {
+          setTimeout(() => res.end('late or not'), delay);
+        }),
+      ),
+    express: async (timeout, delay) => {
+      const app = express();
+      app.use(floodgate.express.requestTimeouts({ default: timeout }) as never);
+      app.get('/', (_req, res) => {
+        setTimeout(() => res.send('late or not'), delay);
+      });
+      return http.createServer(app);
+    },
+    fastify: async (timeout, delay) => {
+      const app = Fastify();
+      await app.register(floodgate.fastify.requestTimeouts, { default: timeout });
+      app.get('/', async () => {
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        return 'late or not';
+      });
+      await app.ready();
+      return app.server;
+    },
+    hono: async (timeout, delay) => {
+      const app = new Hono();
+      app.use(floodgate.hono.requestTimeouts({ default: timeout }));
+      app.get('/', async (c) => {
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        return c.text('late or not');
+      });
+      return createAdaptorServer({ fetch: app.fetch }) as http.Server;
+    },
+  };
+
+  const run = async (listener: Listener, wait: number): Promise<{ us: number; statuses: string }> => {
+    const seen = new Map<number, number>();
+    let finished = 0;
+    const start = process.cpuUsage();
+    for (let i = 0; i < burst; i++) {
+      inject(listener, (status) => {
+        seen.set(status, (seen.get(status) ?? 0) + 1);
+        finished++;
+      });
+    }
+    // Until every response finished and every late write came and went.
+    while (finished < burst) await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, wait));
+    const used = process.cpuUsage(start);
+    return {
+      us: (used.user + used.system) / burst,
+      statuses: [...seen].map(([status, n]) => `${status}×${n}`).join(' '),
+    };
+  };
+
+  console.log(
+    `\ntimed-out requests: CPU µs per request in process, ${burst} at once, median of ${rounds} alternating rounds, ` +
+      `Node ${process.version}`,
+  );
+  console.log('framework answered-in-time   timed-out   difference   statuses');
+  for (const framework of frameworks) {
+    const inTime = (await servers[framework](TIMEOUT_MS, EARLY_MS)).listeners('request')[0] as Listener;
+    const late = (await servers[framework](DEADLINE_MS, LATE_MS)).listeners('request')[0] as Listener;
+    await run(inTime, LATE_MS); // warm-up
+    await run(late, LATE_MS);
+    const a: number[] = [];
+    const b: number[] = [];
+    let statuses = '';
+    for (let round = 0; round < rounds; round++) {
+      const pair = round % 2 === 0 ? ([inTime, late] as const) : ([late, inTime] as const);
+      for (const listener of pair) {
+        const result = await run(listener, LATE_MS);
+        if (listener === late) {
+          b.push(result.us);
+          statuses = result.statuses;
+        } else a.push(result.us);
+      }
+    }
+    const [ma, mb] = [median(a), median(b)];
+    console.log(
+      `${framework.padEnd(9)} ${ma.toFixed(2).padStart(16)} ${mb.toFixed(2).padStart(11)} ${(mb - ma).toFixed(2).padStart(12)}   ${statuses}`,
+    );
+  }
+}
