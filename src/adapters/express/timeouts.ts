@@ -69,6 +69,11 @@ const adapter: TimeoutAdapter = {
         : (req?.originalUrl ?? req?.url)?.split('?', 1)[0];
     return { route, method: req?.method };
   },
+  template: (context) => {
+    const req = (context.target as ServerResponse).req as ExpressRequest | undefined;
+    const path = req?.route?.path;
+    return typeof path === 'string' ? `${req?.baseUrl ?? ''}${path}` : undefined;
+  },
 };
 
 /**

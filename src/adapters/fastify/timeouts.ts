@@ -65,6 +65,7 @@ const adapter: TimeoutAdapter = {
     const request = (context.target as FastifyReply).request;
     return { route: request.routeOptions.url, method: request.method };
   },
+  template: (context) => (context.target as FastifyReply).request.routeOptions.url,
 };
 
 function originalSend(reply: FastifyReply, payload: unknown): void {

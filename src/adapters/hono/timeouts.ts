@@ -101,6 +101,7 @@ const adapter: TimeoutAdapter = {
     const { c } = context.target as HonoRequest;
     return { route: c.req.routePath, method: c.req.method };
   },
+  template: (context) => (context.target as HonoRequest).c.req.routePath,
 };
 
 function nodeOutgoing(c: Context): ServerResponse | undefined {

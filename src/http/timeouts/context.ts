@@ -14,6 +14,11 @@ export interface TimeoutAdapter {
   expire(context: RequestTimeoutContext): 'answered' | 'cut' | 'handler';
   /** The route and method of the request, for hooks. Called only on timeouts. */
   describe(context: RequestTimeoutContext): { route: string | undefined; method: string | undefined };
+  /**
+   * The route's template (`/users/:id`) when the framework knows one, for the metrics' `http.route` (never a raw
+   * path: that would make one series per URL). Called only on timeouts.
+   */
+  template?(context: RequestTimeoutContext): string | undefined;
 }
 
 /** What a context needs of its engine (`RequestTimeouts`), so that the two files do not import each other. */

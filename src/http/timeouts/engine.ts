@@ -1,4 +1,4 @@
-import { telemetry } from '../../telemetry.ts';
+import { type Attributes, telemetry } from '../../telemetry.ts';
 import { RequestTimeoutContext, type TimeoutAdapter, type TimeoutEngine } from './context.ts';
 import { type DeadlineEntry, DeadlineList } from './deadlines.ts';
 import {
@@ -95,8 +95,9 @@ export class RequestTimeouts implements TimeoutEngine {
     if (result === 'handler') context.markFinished();
     else context.markTimedOut(overran);
     const metrics = telemetry();
-    metrics.requestTimeouts.add(1, { policy: policy.name, result });
-    if (overran) metrics.handlerOverruns.add(1, { policy: policy.name });
+    const base = routeAttributes(context, policy.name);
+    metrics.requestTimeouts.add(1, { ...base, result });
+    if (overran) metrics.handlerOverruns.add(1, base);
     const onTimeout = this.options.onTimeout;
     if (onTimeout) {
       const { route, method } = context.adapter.describe(context);
@@ -109,13 +110,19 @@ export class RequestTimeouts implements TimeoutEngine {
   reportOverrun(context: RequestTimeoutContext): void {
     const policy = context.current!.name;
     const overrunMs = Math.max(0, context.doneAt - context.deadline);
-    telemetry().overrunDuration.record(overrunMs, { policy });
+    telemetry().overrunDuration.record(overrunMs / 1000, routeAttributes(context, policy));
     const onOverrun = this.options.onOverrun;
     if (onOverrun) {
       const { route, method } = context.adapter.describe(context);
       callHook(onOverrun, { policy, route, method, overrunMs });
     }
   }
+}
+
+// `policy`, and `http.route` when the adapter knows the route's template.
+function routeAttributes(context: RequestTimeoutContext, policy: string): Attributes {
+  const template = context.adapter.template?.(context);
+  return template === undefined ? { policy } : { policy, 'http.route': template };
 }
 
 // A throwing hook must not take the answer (or the process) down with it; it becomes a process warning.
