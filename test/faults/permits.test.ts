@@ -60,3 +60,31 @@ for (const adapter of STACK_ADAPTERS) {
     });
   });
 }
+
+describe('permits on Hono without @hono/node-server (app.request, web Request/Response only)', () => {
+  test('a never-settling handler gives its permit back when the timeout answers or the request aborts', async (t) => {
+    const { Hono } = await import('hono');
+    const { rateLimiting } = await import('../../src/adapters/hono/rate-limiting.ts');
+    const { requestTimeouts } = await import('../../src/adapters/hono/timeouts.ts');
+    const slots = concurrency({ permitLimit: 1 });
+    const limiter = rateLimiting({ policies: { slots } });
+    // No server here keeps the process alive, and deadline timers do not (they are unref'd).
+    const alive = setInterval(() => {}, 1000);
+    t.after(() => clearInterval(alive));
+    const timed = new Hono();
+    timed.use(requestTimeouts({ default: '100ms' }));
+    timed.get('/never', limiter.requirePolicy('slots'), () => new Promise<Response>(() => {}));
+    assert.equal((await timed.request('/never')).status, 504);
+    assert.ok(await eventually(() => slots.statistics().available === 1), 'back after the timeout answered');
+
+    const plain = new Hono();
+    plain.get('/never', limiter.requirePolicy('slots'), () => new Promise<Response>(() => {}));
+    const controller = new AbortController();
+    Promise.resolve(plain.request(new Request('http://x/never', { signal: controller.signal }))).catch(
+      () => {},
+    );
+    assert.ok(await eventually(() => slots.statistics().available === 0));
+    controller.abort();
+    assert.ok(await eventually(() => slots.statistics().available === 1), 'back after the request aborted');
+  });
+});
