@@ -7,40 +7,60 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { concurrency } from '../../src/index.ts';
-import { eventually, fetchText, STACK_ADAPTERS, startStack } from './stack.ts';
+import { eventually, fetchText, STACK_ADAPTERS, type StackRoute, startStack } from './stack.ts';
 
 const HOLD_MS = 2000; // far past the 150 ms route timeout: which answer comes first shows the bound
+
+/** A route that holds the one permit of `slots` for HOLD_MS, and says whether it has finished. */
+function holding(): { route: StackRoute; done: boolean } {
+  const holder = {
+    done: false,
+    route: {
+      path: '/hold',
+      limit: 'slots',
+      handler: async () => {
+        await sleep(HOLD_MS);
+        holder.done = true;
+        return 'held';
+      },
+    } as StackRoute,
+  };
+  return holder;
+}
+
+/** A handler that catches its cancellation after an awaited call and answers a partial result. */
+const catching = async (signal: AbortSignal | undefined): Promise<string> => {
+  try {
+    await sleep(5000, undefined, { signal });
+    return 'full';
+  } catch {
+    await sleep(20); // still asynchronous work after the abort: out of reach of an 'abort' listener
+    return 'partial';
+  }
+};
 
 for (const adapter of STACK_ADAPTERS) {
   describe(`route timeouts over ${adapter}`, () => {
     for (const timeoutLast of [false, true]) {
       test(`a queued request answers at its route's deadline (timeout marker ${timeoutLast ? 'after' : 'before'} the limiter's)`, async () => {
         const slots = concurrency({ permitLimit: 1, queueLimit: 5 });
-        let holderDone = false;
+        const holder = holding();
         const stack = await startStack(adapter, {
           timeouts: {},
           limits: { policies: { slots } },
           routes: [
-            {
-              path: '/hold',
-              limit: 'slots',
-              handler: async () => {
-                await sleep(HOLD_MS);
-                holderDone = true;
-                return 'held';
-              },
-            },
+            holder.route,
             { path: '/quick', limit: 'slots', timeout: '150ms', timeoutLast, handler: () => 'quick' },
           ],
         });
         try {
-          const holder = fetchText(`${stack.url}/hold`);
+          const held = fetchText(`${stack.url}/hold`);
           assert.ok(await eventually(() => slots.statistics().available === 0));
           const quick = await fetchText(`${stack.url}/quick`);
           assert.equal(quick.status, 504);
-          assert.equal(holderDone, false, 'answered at its deadline, not when the permit came back');
+          assert.equal(holder.done, false, 'answered at its deadline, not when the permit came back');
           assert.equal(slots.statistics().queued, 0);
-          assert.equal((await holder).status, 200);
+          assert.equal((await held).status, 200);
         } finally {
           await stack.close();
         }
@@ -55,28 +75,12 @@ for (const adapter of STACK_ADAPTERS) {
           {
             path: '/catch',
             timeout: 'graceful',
-            handler: async (signal) => {
-              try {
-                await sleep(5000, undefined, { signal });
-                return 'full';
-              } catch {
-                await sleep(20); // still asynchronous work after the abort: out of reach of an 'abort' listener
-                return 'partial';
-              }
-            },
+            handler: catching,
           },
           {
             path: '/catch-no-grace',
             timeout: '150ms',
-            handler: async (signal) => {
-              try {
-                await sleep(5000, undefined, { signal });
-                return 'full';
-              } catch {
-                await sleep(20);
-                return 'partial';
-              }
-            },
+            handler: catching,
           },
         ],
       });
@@ -115,29 +119,21 @@ for (const adapter of STACK_ADAPTERS) {
 
     test('graceMs: a request still queued at its deadline gets the answer then, not after the grace', async () => {
       const slots = concurrency({ permitLimit: 1, queueLimit: 5 });
-      let holderDone = false;
+      const holder = holding();
       const stack = await startStack(adapter, {
         timeouts: { policies: { graceful: { timeout: '150ms', graceMs: HOLD_MS * 2 } } },
         limits: { policies: { slots } },
         routes: [
-          {
-            path: '/hold',
-            limit: 'slots',
-            handler: async () => {
-              await sleep(HOLD_MS);
-              holderDone = true;
-              return 'held';
-            },
-          },
+          holder.route,
           { path: '/quick', limit: 'slots', timeout: 'graceful', handler: () => 'quick' },
         ],
       });
       try {
-        const holder = fetchText(`${stack.url}/hold`);
+        const held = fetchText(`${stack.url}/hold`);
         assert.ok(await eventually(() => slots.statistics().available === 0));
         assert.equal((await fetchText(`${stack.url}/quick`)).status, 504);
-        assert.equal(holderDone, false);
-        await holder;
+        assert.equal(holder.done, false);
+        await held;
       } finally {
         await stack.close();
       }

@@ -56,6 +56,10 @@ export const STACK_ADAPTERS: StackAdapter[] = ['node', 'express5', 'express4', '
 
 async function listen(server: http.Server, errors: unknown[]): Promise<Stack> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return stackOn(server, errors);
+}
+
+function stackOn(server: http.Server, errors: unknown[]): Stack {
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
@@ -166,20 +170,12 @@ async function hono(spec: StackSpec): Promise<Stack> {
     const add = app.get.bind(app) as unknown as (path: string, ...handlers: MiddlewareHandler[]) => void;
     add(route.path, ...chain, async (c) => c.text(await route.handler(requestTimeoutOf(c)?.signal)));
   }
-  let server!: http.Server;
-  await new Promise<void>((resolve) => {
-    server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve()) as http.Server;
+  const server = await new Promise<http.Server>((resolve) => {
+    const created = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () =>
+      resolve(created as http.Server),
+    );
   });
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    errors,
-    close: () =>
-      new Promise<void>((done) => {
-        server.closeAllConnections();
-        server.close(() => done());
-      }),
-  };
+  return stackOn(server, errors);
 }
 
 export function startStack(adapter: StackAdapter, spec: StackSpec): Promise<Stack> {

@@ -4,6 +4,7 @@ import { decideOnNode, type NodeAnswers, NodeRequestView } from '../../http/rate
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { Answer } from '../../http/rate-limiting/response.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
+import { checkSiblingAtReady } from './sibling-check.ts';
 
 export type {
   HttpLimiter,
@@ -99,32 +100,23 @@ export function rateLimiting(
     return limits;
   };
 
-  // `config.timeout` is floodgate's too: without the timeouts plugin nothing would apply it. Checked at ready,
-  // when every plugin is registered, for the routes this plugin saw.
-  const untimed: Array<{ instance: FastifyInstance; where: string }> = [];
+  // `config.timeout` is floodgate's too: without the timeouts plugin nothing would apply it.
+  const noteTimeoutOption = checkSiblingAtReady(fastify, 'timeout', {
+    name: TIMEOUTS_PLUGIN,
+    factory: 'requestTimeouts',
+    without: 'the route has no timeout',
+  });
 
   fastify.addHook('onRoute', function onRoute(this: FastifyInstance, route) {
     const config = (route.config ?? {}) as LimitedConfig;
     const where = `route ${String(route.method)} ${route.url}`;
-    if (config.timeout !== undefined) untimed.push({ instance: this, where });
+    if (config.timeout !== undefined) noteTimeoutOption(this, where);
     const setting = settingOf(config, this);
     if (setting === undefined) return;
     route.config = {
       ...config,
       [kLimits]: engine.route(setting.value, `${where}: config.${setting.key}`),
     } as typeof route.config;
-  });
-
-  fastify.addHook('onReady', (ready) => {
-    const missing = untimed.find(({ instance }) => !instance.hasPlugin(TIMEOUTS_PLUGIN));
-    untimed.length = 0;
-    ready(
-      missing &&
-        new Error(
-          `floodgate: ${missing.where} sets config.timeout but the requestTimeouts plugin is not registered; ` +
-            'register it (floodgate/fastify) or the route has no timeout',
-        ),
-    );
   });
 
   fastify.addHook('onRequest', (request, reply, next) => {

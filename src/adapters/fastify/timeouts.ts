@@ -6,6 +6,7 @@ import type { RequestTimeoutsOptions } from '../../http/timeouts/options.ts';
 import { isAbortReason } from '../../http/timeouts/reasons.ts';
 import { attachRequestTimeout } from '../../http/timeouts/registry.ts';
 import type { RouteTimeout, TimeoutRouteSetting } from '../../http/timeouts/route.ts';
+import { checkSiblingAtReady } from './sibling-check.ts';
 
 export type { RequestTimeout } from '../../http/timeouts/context.ts';
 export type { RouteTimeout, TimeoutPolicyOptions } from '../../http/timeouts/index.ts';
@@ -157,25 +158,17 @@ export function requestTimeouts(
 
   fastify.decorateRequest('requestTimeout', null);
 
-  // `config.rateLimiting` is floodgate's too: without the rate-limiting plugin nothing would apply it. Checked
-  // at ready, when every plugin is registered, for the routes this plugin saw.
-  const unlimited: Array<{ instance: FastifyInstance; where: string }> = [];
-  fastify.addHook('onReady', (ready) => {
-    const missing = unlimited.find(({ instance }) => !instance.hasPlugin(RATE_LIMITING_PLUGIN));
-    unlimited.length = 0;
-    ready(
-      missing &&
-        new Error(
-          `floodgate: ${missing.where} sets config.rateLimiting but the rateLimiting plugin is not registered; ` +
-            'register it (floodgate/fastify) or the route is not limited',
-        ),
-    );
+  // `config.rateLimiting` is floodgate's too: without the rate-limiting plugin nothing would apply it.
+  const noteRateLimitingOption = checkSiblingAtReady(fastify, 'rateLimiting', {
+    name: RATE_LIMITING_PLUGIN,
+    factory: 'rateLimiting',
+    without: 'the route is not limited',
   });
 
   fastify.addHook('onRoute', function onRoute(this: FastifyInstance, route) {
     const config = (route.config ?? {}) as TimedConfig;
     if ((config as { rateLimiting?: unknown }).rateLimiting !== undefined) {
-      unlimited.push({ instance: this, where: `route ${String(route.method)} ${route.url}` });
+      noteRateLimitingOption(this, `route ${String(route.method)} ${route.url}`);
     }
     if (config.timeout !== undefined) {
       const where = `route ${String(route.method)} ${route.url}: config.timeout`;

@@ -1,5 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describe } from '../../duration.ts';
+import { isAbortReason } from '../../http/timeouts/reasons.ts';
+import { requestTimeoutOf, timeoutGaveUp } from '../../http/timeouts/registry.ts';
 
 /**
  * Where a node:http handler's error goes under floodgate's wrappers: `onError(error, req, res)` if the
@@ -53,4 +55,36 @@ export function endWithError(res: ServerResponse, error: unknown): void {
     'content-length': Buffer.byteLength(body),
   });
   res.end(body);
+}
+
+/** Calls a wrapped handler; a synchronous throw goes to `onError`. Returns what the handler returned. */
+export function callHandler<Req extends IncomingMessage, Res extends ServerResponse>(
+  handler: (req: Req, res: Res) => unknown,
+  req: Req,
+  res: Res,
+  onError: NodeErrorHandler,
+): unknown {
+  try {
+    return handler(req, res);
+  } catch (error) {
+    reportError(onError, error, req, res);
+    return undefined;
+  }
+}
+
+/**
+ * A wrapped handler's promise rejected. Its own abort after the deadline is the expected end of its work, not an
+ * error: the timeout's policy answers (at once, if this came within its grace). Anything else goes to `onError`.
+ */
+export function handlerRejected(
+  onError: NodeErrorHandler,
+  error: unknown,
+  req: IncomingMessage,
+  res: ServerResponse,
+): void {
+  if (requestTimeoutOf(req)?.timedOut && isAbortReason(error)) {
+    timeoutGaveUp(req);
+    return;
+  }
+  reportError(onError, error, req, res);
 }

@@ -3,9 +3,7 @@ import { RateLimiting } from '../../http/rate-limiting/engine.ts';
 import { decideAndContinue, isThenable } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
-import { isAbortReason } from '../../http/timeouts/reasons.ts';
-import { requestTimeoutOf, timeoutGaveUp } from '../../http/timeouts/registry.ts';
-import { errorHandler, type NodeErrorHandler, reportError } from './errors.ts';
+import { callHandler, errorHandler, handlerRejected, type NodeErrorHandler, reportError } from './errors.ts';
 
 export type {
   HttpLimiter,
@@ -128,22 +126,7 @@ function run<Req extends IncomingMessage, Res extends ServerResponse>(
   res: Res,
   onError: NodeErrorHandler,
 ): void {
-  let result: unknown;
-  try {
-    result = handler(req, res);
-  } catch (error) {
-    reportError(onError, error, req, res);
-    return;
-  }
-  if (isThenable(result)) {
-    result.then(undefined, (error: unknown) => {
-      // Inside requestTimeouts, a handler rethrowing its own abort after the timeout answered did nothing wrong
-      // (the timeouts wrapper cannot see this promise: it sees ours). The timeout's answer stands.
-      if (requestTimeoutOf(req)?.timedOut && isAbortReason(error)) {
-        timeoutGaveUp(req);
-        return;
-      }
-      reportError(onError, error, req, res);
-    });
-  }
+  const result = callHandler(handler, req, res, onError);
+  if (isThenable(result))
+    result.then(undefined, (error: unknown) => handlerRejected(onError, error, req, res));
 }

@@ -3,10 +3,9 @@ import type { RequestTimeoutContext } from '../../http/timeouts/context.ts';
 import { RequestTimeouts, type TimeoutAdapter } from '../../http/timeouts/engine.ts';
 import { answerResponse, watchResponse } from '../../http/timeouts/node-response.ts';
 import type { RequestTimeoutsOptions } from '../../http/timeouts/options.ts';
-import { isAbortReason } from '../../http/timeouts/reasons.ts';
 import { attachRequestTimeout, requestTimeoutOf } from '../../http/timeouts/registry.ts';
 import type { RouteTimeout } from '../../http/timeouts/route.ts';
-import { errorHandler, type NodeErrorHandler, reportError } from './errors.ts';
+import { callHandler, errorHandler, handlerRejected, type NodeErrorHandler } from './errors.ts';
 
 export type { RequestTimeout } from '../../http/timeouts/context.ts';
 export type { RouteTimeout, TimeoutPolicyOptions } from '../../http/timeouts/index.ts';
@@ -89,13 +88,7 @@ export function requestTimeouts(options?: NodeTimeoutsOptions): NodeTimeouts {
         watchResponse(res, context);
       }
       if (setting !== undefined) context.apply(setting);
-      let result: unknown;
-      try {
-        result = handler(req, res);
-      } catch (error) {
-        reportError(onError, error, req, res);
-        return;
-      }
+      const result = callHandler(handler, req, res, onError);
       if (isThenable(result)) {
         const ctx = context;
         if (started) ctx.doneByPromise = true;
@@ -105,13 +98,7 @@ export function requestTimeouts(options?: NodeTimeoutsOptions): NodeTimeouts {
           },
           (error: unknown) => {
             if (started) ctx.handlerDone();
-            // A handler that rethrows its own abort after the deadline did nothing wrong: the policy answers (now,
-            // if this was within its grace).
-            if (ctx.timedOut && isAbortReason(error)) {
-              ctx.gaveUp();
-              return;
-            }
-            reportError(onError, error, req, res);
+            handlerRejected(onError, error, req, res);
           },
         );
       }
