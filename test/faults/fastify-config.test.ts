@@ -76,3 +76,29 @@ test('config.timeout without the timeouts plugin fails ready() (seen by the rate
     /config\.timeout.*requestTimeouts plugin is not registered/,
   );
 });
+
+test('requestTimeouts registered after rateLimiting warns that queue time would not count', async () => {
+  const warnings: Array<{ code?: string }> = [];
+  const onWarning = (warning: Error & { code?: string }) => warnings.push(warning);
+  process.on('warning', onWarning);
+  try {
+    const app = Fastify();
+    await app.register(rateLimiting, {});
+    await app.register(requestTimeouts, { default: '5s' });
+    await app.ready();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(
+      warnings.map((w) => w.code),
+      ['FLOODGATE_PLUGIN_ORDER'],
+    );
+    const right = Fastify();
+    await right.register(requestTimeouts, { default: '5s' });
+    await right.register(rateLimiting, {});
+    await right.ready();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(warnings.length, 1, 'no warning in the documented order');
+    await Promise.all([app.close(), right.close()]);
+  } finally {
+    process.off('warning', onWarning);
+  }
+});

@@ -158,6 +158,16 @@ export function requestTimeouts(
 
   fastify.decorateRequest('requestTimeout', null);
 
+  // Fastify runs onRequest hooks in registration order: a rate limiter registered first queues requests before
+  // they have a timeout, so queue time would not count against the deadline. It still works; say so once.
+  if (fastify.hasPlugin(RATE_LIMITING_PLUGIN)) {
+    process.emitWarning(
+      'floodgate: requestTimeouts is registered after rateLimiting, so time spent in a rate limiter queue does not ' +
+        'count against the deadline; register requestTimeouts first',
+      { code: 'FLOODGATE_PLUGIN_ORDER' },
+    );
+  }
+
   // `config.rateLimiting` is floodgate's too: without the rate-limiting plugin nothing would apply it.
   const noteRateLimitingOption = checkSiblingAtReady(fastify, 'rateLimiting', {
     name: RATE_LIMITING_PLUGIN,
