@@ -3,6 +3,7 @@ import type { RequestTimeoutContext } from '../../http/timeouts/context.ts';
 import { RequestTimeouts, type TimeoutAdapter } from '../../http/timeouts/engine.ts';
 import { answerResponse, watchResponse } from '../../http/timeouts/node-response.ts';
 import type { RequestTimeoutsOptions } from '../../http/timeouts/options.ts';
+import { decidedBeforeTimeouts, warnMiddlewareOrder } from '../../http/timeouts/order.ts';
 import { isAbortReason } from '../../http/timeouts/reasons.ts';
 import { attachRequestTimeout, requestTimeoutOf } from '../../http/timeouts/registry.ts';
 import type { RouteTimeout, TimeoutRouteSetting } from '../../http/timeouts/route.ts';
@@ -94,8 +95,10 @@ const adapter: TimeoutAdapter = {
 export function requestTimeouts(options?: RequestTimeoutsOptions): ExpressTimeouts {
   const engine = new RequestTimeouts(options);
   let markers = 0;
+  let warned = false;
   const middleware: ExpressMiddleware = (req, res, next) => {
     if ((requestTimeoutOf(req) as RequestTimeoutContext | undefined)?.engine !== engine) {
+      if (!warned && decidedBeforeTimeouts(req)) warned = warnMiddlewareOrder();
       const context = engine.start(adapter, res);
       attachRequestTimeout(req, context);
       watchResponse(res, context);

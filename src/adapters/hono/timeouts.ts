@@ -4,6 +4,7 @@ import type { RequestTimeout, RequestTimeoutContext } from '../../http/timeouts/
 import { RequestTimeouts, type TimeoutAdapter } from '../../http/timeouts/engine.ts';
 import { watchResponse } from '../../http/timeouts/node-response.ts';
 import type { RequestTimeoutsOptions } from '../../http/timeouts/options.ts';
+import { decidedBeforeTimeouts, warnMiddlewareOrder } from '../../http/timeouts/order.ts';
 import { isAbortReason } from '../../http/timeouts/reasons.ts';
 import { attachRequestTimeout, requestTimeoutOf } from '../../http/timeouts/registry.ts';
 import type { RouteTimeout, TimeoutRouteSetting } from '../../http/timeouts/route.ts';
@@ -128,10 +129,12 @@ function nodeOutgoing(c: Context): ServerResponse | undefined {
 export function requestTimeouts(options?: RequestTimeoutsOptions): HonoTimeouts {
   const engine = new RequestTimeouts(options);
   let markers = 0;
+  let warned = false;
 
   // Not an async function: one promise per request, settled by the route or by the deadline, whichever is first.
   const middleware: MiddlewareHandler = (c, next) => {
     if ((requestTimeoutOf(c) as RequestTimeoutContext | undefined)?.engine === engine) return next();
+    if (!warned && decidedBeforeTimeouts(c)) warned = warnMiddlewareOrder();
     const outgoing = nodeOutgoing(c);
     const state = new HonoRequest(c, outgoing);
     const context = engine.start(adapter, state);
