@@ -40,9 +40,35 @@ interface Cache<T> {
 
 const caches = new WeakMap<object, WeakMap<object, Cache<unknown>>>();
 
-/** The limits of the marker on the route `req` will reach, or undefined for none (the global limiter). */
-export function findMarker(req: IncomingMessage, engine: RateLimiting): RouteLimits | undefined {
-  return lookAhead(req, engine, limitsOf);
+/** What {@link findMarker} returns when two markers of one engine with different limits are on the route. */
+export const CONFLICTING: unique symbol = Symbol('floodgate.conflictingMarkers');
+
+/**
+ * The limits of the marker on the route `req` will reach, undefined for none (the global limiter), or
+ * {@link CONFLICTING} when the route has two markers of this engine that disagree (found before anything is
+ * decided, so that the request floodgate fails is not charged).
+ */
+export function findMarker(
+  req: IncomingMessage,
+  engine: RateLimiting,
+): RouteLimits | typeof CONFLICTING | undefined {
+  return lookAhead(req, engine, limitsOf, agree);
+}
+
+function agree<T>(a: T, b: T): T | typeof CONFLICTING {
+  return a === b ? a : CONFLICTING;
+}
+
+/** Whether the stack of a matched route (`req.route`) has two markers of `engine` that disagree. */
+export function conflictOnRoute(route: { stack?: Layer[] } | undefined, engine: RateLimiting): boolean {
+  let found: RouteLimits | undefined;
+  for (const layer of route?.stack ?? []) {
+    const limits = limitsOf(layer.handle, engine);
+    if (limits === undefined) continue;
+    if (found !== undefined && found !== limits) return true;
+    found = limits;
+  }
+  return false;
 }
 
 function limitsOf(handle: unknown, engine: RateLimiting): RouteLimits | undefined {
@@ -54,11 +80,13 @@ function limitsOf(handle: unknown, engine: RateLimiting): RouteLimits | undefine
  * What `pick` finds on the first handler of the route `req` will reach that it recognises, or undefined.
  * `owner` keys the cache: one `pick` per owner (an engine), so cached answers are its own.
  */
-export function lookAhead<T, O extends object>(
+export function lookAhead<T, O extends object, C = never>(
   req: IncomingMessage,
   owner: O,
   pick: (handle: unknown, owner: O) => T | undefined,
-): T | undefined {
+  /** Combines what two handlers of one route carry (default: the first wins). */
+  combine?: (first: T, next: T) => T | C,
+): T | C | undefined {
   const app = (req as { app?: App }).app;
   // Express 4 keeps the router in `_router`; in Express 5 `router` is a getter (in 4 it throws).
   const stack = (app?._router ?? app?.router)?.stack;
@@ -71,7 +99,7 @@ export function lookAhead<T, O extends object>(
     byStack = new WeakMap();
     caches.set(owner, byStack);
   }
-  let cache = byStack.get(stack) as Cache<T> | undefined;
+  let cache = byStack.get(stack) as Cache<T | C> | undefined;
   if (cache === undefined || cache.length !== stack.length) {
     cache = { length: stack.length, results: new Map() };
     byStack.set(stack, cache);
@@ -79,7 +107,7 @@ export function lookAhead<T, O extends object>(
   const key = `${method} ${path}`;
   let found = cache.results.get(key);
   if (found === undefined) {
-    found = walk(stack, path, method, (handle) => pick(handle, owner)) ?? NONE;
+    found = walk<T, C>(stack, path, method, (handle) => pick(handle, owner), combine) ?? NONE;
     if (cache.results.size >= CACHE_SIZE) cache.results.clear();
     cache.results.set(key, found);
   }
@@ -99,12 +127,13 @@ function appPath(req: IncomingMessage, app: App): string | undefined {
 }
 
 /** What the marker carries; NONE when a route without a marker matches first; undefined when nothing matches. */
-function walk<T>(
+function walk<T, C>(
   stack: Layer[],
   path: string,
   method: string,
   pick: (handle: unknown) => T | undefined,
-): T | null | undefined {
+  combine: ((first: T, next: T) => T | C) | undefined,
+): T | C | null | undefined {
   for (const layer of stack) {
     const handle = layer.handle as { stack?: Layer[] } | undefined;
     const own = pick(handle);
@@ -121,17 +150,24 @@ function walk<T>(
     if (route !== undefined) {
       const handles = route._handlesMethod?.(method) ?? route._handles_method?.(method) ?? true;
       if (!handles && method !== 'HEAD') continue;
+      let found: T | undefined;
       for (const inner of route.stack) {
         const marker = pick(inner.handle);
-        if (marker !== undefined) return marker;
+        if (marker === undefined) continue;
+        if (combine === undefined) return marker;
+        if (found === undefined) found = marker;
+        else {
+          const combined = combine(found, marker);
+          if (combined !== found) return combined as T | C;
+        }
       }
-      return NONE;
+      return found ?? NONE;
     }
     if (own !== undefined) return own;
     const prefix = typeof matched === 'object' ? matched.path : (layer.path ?? '');
     let rest = path.slice(prefix.length);
     if (rest[0] !== '/') rest = `/${rest}`;
-    const found = walk(router!, rest, method, pick);
+    const found = walk(router!, rest, method, pick, combine);
     if (found !== undefined) return found;
   }
   return undefined;
