@@ -426,7 +426,42 @@ class Sink extends Duplex {
   }
 }
 
-type Listener = (req: http.IncomingMessage, res: http.ServerResponse) => void;
+export type Listener = (req: http.IncomingMessage, res: http.ServerResponse) => void;
+
+/**
+ * Calls a server's request listener with a real `IncomingMessage`/`ServerResponse` on a socket that discards what
+ * is written (`GET /`); `finished(status)` runs when the response finishes, as node's server would see it.
+ */
+export function inject(listener: Listener, finished: (status: number) => void): void {
+  const socket = new Sink({ decodeStrings: false });
+  const req = new http.IncomingMessage(socket as never);
+  req.method = 'GET';
+  req.url = '/';
+  req.headers = { host: '127.0.0.1', accept: '*/*' };
+  req.rawHeaders = ['Host', '127.0.0.1', 'Accept', '*/*'];
+  req.httpVersion = '1.1';
+  req.httpVersionMajor = 1;
+  req.httpVersionMinor = 1;
+  req.complete = true;
+  req.push(null);
+  const res = new http.ServerResponse(req);
+  res.assignSocket(socket as never);
+  res.once('finish', () => {
+    finished(res.statusCode);
+    res.detachSocket(socket as never);
+    // What node's server does after 'finish' (_http_server.js, emitCloseNT): without it no 'close' event ever
+    // fires here, and whatever waits for it (a timeout's deadline entry) stays alive for its whole duration.
+    process.nextTick(emitClose, res);
+  });
+  listener(req, res);
+}
+
+function emitClose(res: http.ServerResponse & { _closed?: boolean }): void {
+  if (res._closed) return;
+  res.destroyed = true;
+  res._closed = true;
+  res.emit('close');
+}
 
 async function inProcess(options: RunOptions): Promise<void> {
   const frameworks = (process.env.FRAMEWORKS ?? 'node,express,fastify,hono').split(',');
@@ -445,24 +480,7 @@ async function inProcess(options: RunOptions): Promise<void> {
     // Yield every 100 requests: responses finish on later ticks, and their nextTick work must not pile up.
     for (let i = 0; i < count; i += 100) {
       for (let j = 0; j < 100; j++) {
-        const socket = new Sink({ decodeStrings: false });
-        const req = new http.IncomingMessage(socket as never);
-        req.method = 'GET';
-        req.url = '/';
-        req.headers = { host: '127.0.0.1', accept: '*/*' };
-        req.rawHeaders = ['Host', '127.0.0.1', 'Accept', '*/*'];
-        req.httpVersion = '1.1';
-        req.httpVersionMajor = 1;
-        req.httpVersionMinor = 1;
-        req.complete = true;
-        req.push(null);
-        const res = new http.ServerResponse(req);
-        res.assignSocket(socket as never);
-        res.once('finish', () => {
-          seen.set(res.statusCode, (seen.get(res.statusCode) ?? 0) + 1);
-          res.detachSocket(socket as never);
-        });
-        listener(req, res);
+        inject(listener, (status) => seen.set(status, (seen.get(status) ?? 0) + 1));
       }
       await new Promise(setImmediate);
     }

@@ -16,6 +16,8 @@ import type { MiddlewareHandler } from 'hono';
 import {
   built,
   builtAdapters,
+  inject,
+  type Listener,
   listen,
   load,
   loadGenerator,
@@ -112,6 +114,11 @@ const measuring =
   process.argv[2] !== '--serve' && process.env.INSTRUCTIONS !== '1' && process.env.INPROC !== '1';
 if (measuring) await micro();
 await runHttpBench({ file: import.meta.url, variants, title: 'requests that finish in time' });
+// After the in-time table: in one process, running the burst of timeouts first slowed every Hono contender of
+// the in-time table that followed (bare too) by 3–4×.
+if (process.argv[2] !== '--serve' && process.env.INSTRUCTIONS !== '1' && process.env.TIMED_OUT !== '0') {
+  await timedOutCost();
+}
 if (measuring && process.env.PROFILE !== '0') {
   const frameworks = (process.env.FRAMEWORKS ?? 'node,express,fastify,hono').split(',');
   await profile(frameworks, Number(process.env.PROFILE_DURATION ?? 5), Number(process.env.CONNECTIONS ?? 50));
@@ -283,3 +290,115 @@ async function micro(): Promise<void> {
 }
 
 function noop(): void {}
+
+// ---- what a timed-out request costs over one its handler answers ----
+
+/**
+ * CPU per request, in process, of BURST simultaneous requests that time out (their handlers write late, after
+ * the 504, and those writes are dropped) against BURST whose handlers answer in time — the same handler work
+ * (one timer, one write, at the same moment) and the same floodgate middleware, so the difference is what a
+ * timeout costs: answering, dropping the late writes, the abort. Idle time waiting for timers is not CPU.
+ */
+async function timedOutCost(): Promise<void> {
+  const burst = Number(process.env.BURST ?? 2000);
+  const rounds = Number(process.env.TIMED_OUT_ROUNDS ?? 5);
+  const frameworks = (process.env.FRAMEWORKS ?? 'node,express,fastify,hono').split(',');
+  const express = (await import('express')).default;
+  const { Hono } = await import('hono');
+  const { createAdaptorServer } = await import('@hono/node-server');
+  const Fastify = (await import('fastify')).default;
+  const floodgate = await builtAdapters();
+  // Every handler writes at LATE_MS: the timed-out ones after their 20 ms deadline, the others well before their
+  // 10 s one. Requests live equally long either way, so the garbage collector does not tell them apart.
+  const DEADLINE_MS = 20;
+  const LATE_MS = 200;
+
+  const servers: Record<string, (timeout: number, delay: number) => Promise<http.Server>> = {
+    node: async (timeout, delay) =>
+      http.createServer(
+        floodgate.node.requestTimeouts({ default: timeout })((_req, res) => {
+          setTimeout(() => res.end('late or not'), delay);
+        }),
+      ),
+    express: async (timeout, delay) => {
+      const app = express();
+      app.use(floodgate.express.requestTimeouts({ default: timeout }) as never);
+      app.get('/', (_req, res) => {
+        setTimeout(() => res.send('late or not'), delay);
+      });
+      return http.createServer(app);
+    },
+    fastify: async (timeout, delay) => {
+      const app = Fastify();
+      await app.register(floodgate.fastify.requestTimeouts, { default: timeout });
+      app.get('/', async () => {
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        return 'late or not';
+      });
+      await app.ready();
+      return app.server;
+    },
+    hono: async (timeout, delay) => {
+      const app = new Hono();
+      app.use(floodgate.hono.requestTimeouts({ default: timeout }));
+      app.get('/', async (c) => {
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        return c.text('late or not');
+      });
+      return createAdaptorServer({ fetch: app.fetch }) as http.Server;
+    },
+  };
+
+  const run = async (listener: Listener, wait: number): Promise<{ us: number; statuses: string }> => {
+    const seen = new Map<number, number>();
+    let finished = 0;
+    const start = process.cpuUsage();
+    const done = (status: number): void => {
+      seen.set(status, (seen.get(status) ?? 0) + 1);
+      finished++;
+    };
+    // In batches of 100, as a server reads them: one synchronous burst of 2000 Express requests outlasts the
+    // 20 ms deadline, and timers set inside it count from the loop's stale clock.
+    for (let i = 0; i < burst; i += 100) {
+      for (let j = i; j < Math.min(burst, i + 100); j++) inject(listener, done);
+      await new Promise(setImmediate);
+    }
+    // Until every response finished and every late write came and went.
+    while (finished < burst) await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, wait));
+    const used = process.cpuUsage(start);
+    return {
+      us: (used.user + used.system) / burst,
+      statuses: [...seen].map(([status, n]) => `${status}×${n}`).join(' '),
+    };
+  };
+
+  console.log(
+    `\ntimed-out requests: CPU µs per request in process, ${burst} at once, median of ${rounds} alternating rounds, ` +
+      `Node ${process.version}`,
+  );
+  console.log('framework answered-in-time   timed-out   difference   statuses');
+  for (const framework of frameworks) {
+    const inTime = (await servers[framework](TIMEOUT_MS, LATE_MS)).listeners('request')[0] as Listener;
+    const late = (await servers[framework](DEADLINE_MS, LATE_MS)).listeners('request')[0] as Listener;
+    await run(inTime, LATE_MS); // warm-up
+    await run(late, LATE_MS);
+    const a: number[] = [];
+    const b: number[] = [];
+    let statuses = '';
+    for (let round = 0; round < rounds; round++) {
+      const pair = round % 2 === 0 ? ([inTime, late] as const) : ([late, inTime] as const);
+      for (const listener of pair) {
+        const result = await run(listener, LATE_MS);
+        if (listener === late) {
+          b.push(result.us);
+          statuses = result.statuses;
+        } else a.push(result.us);
+      }
+    }
+    const [ma, mb] = [median(a), median(b)];
+    console.log(
+      `${framework.padEnd(9)} ${ma.toFixed(2).padStart(16)} ${mb.toFixed(2).padStart(11)} ${(mb - ma).toFixed(2).padStart(12)}   ${statuses}`,
+    );
+  }
+}

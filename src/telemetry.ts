@@ -41,28 +41,32 @@ function loadApi(): Api | undefined {
   }
 }
 
+/** The version the meter reports (`getMeter('floodgate', version)`); a test keeps it equal to package.json's. */
+export const METER_VERSION = '0.1.0';
+
 /**
  * The instruments floodgate records. They are created against the global MeterProvider on first use, so an
- * application that registers its SDK after importing floodgate still gets its metrics.
+ * application that registers its SDK after importing floodgate still gets its metrics. Durations are in seconds
+ * (unit `s`), as OpenTelemetry's semantic conventions and ASP.NET Core's `aspnetcore.rate_limiting.*` have them.
  */
 export interface Instruments {
   /** Rate-limited requests by `result` and `policy`. */
   requests: Counter;
-  /** Leases currently held (concurrency policies). */
+  /** Leases currently held (concurrency policies), by `policy`. */
   activeLeases: Counter;
-  /** Requests currently waiting in a queue. */
+  /** Requests currently waiting in a queue, by `policy`. */
   queuedRequests: Counter;
-  /** Milliseconds spent waiting in a queue. */
+  /** Seconds spent waiting in a queue, by `policy` and the `result` the wait ended with. */
   timeInQueue: Histogram;
-  /** Milliseconds a lease was held. */
+  /** Seconds a lease was held, by `policy`. */
   leaseDuration: Histogram;
   /** Live partitions (up/down). */
   partitions: Counter;
-  /** Requests answered by a timeout policy, by `policy`. */
+  /** Requests answered by a timeout policy, by `policy` and `result` (and `http.route` where known). */
   requestTimeouts: Counter;
-  /** Handlers still running at their deadline, by `policy`. */
+  /** Handlers still running at their deadline, by `policy` (and `http.route` where known). */
   handlerOverruns: Counter;
-  /** Milliseconds a handler ran past its deadline. */
+  /** Seconds a handler ran past its deadline, by `policy` (and `http.route` where known). */
   overrunDuration: Histogram;
   /** Outgoing calls by `result` (`sent`, `limited`, `paused`, `throttled`) and `origin`. */
   clientCalls: Counter;
@@ -95,26 +99,56 @@ export function telemetry(): Instruments {
     };
     return instruments;
   }
-  const meter = api.metrics.getMeter('floodgate');
+  const meter = api.metrics.getMeter('floodgate', METER_VERSION);
+  const requests = { unit: '{request}' };
+  const seconds = { unit: 's' };
   instruments = {
-    requests: meter.createCounter('floodgate.requests', { description: 'Rate-limited requests by result' }),
-    activeLeases: meter.createUpDownCounter('floodgate.active_leases', { description: 'Leases held' }),
-    queuedRequests: meter.createUpDownCounter('floodgate.queued_requests', {
-      description: 'Requests queued',
+    requests: meter.createCounter('floodgate.requests', {
+      ...requests,
+      description: 'Requests decided by a rate-limiting policy, by result',
     }),
-    timeInQueue: meter.createHistogram('floodgate.time_in_queue', { unit: 'ms' }),
-    leaseDuration: meter.createHistogram('floodgate.lease_duration', { unit: 'ms' }),
-    partitions: meter.createUpDownCounter('floodgate.partitions', { description: 'Live partitions' }),
-    requestTimeouts: meter.createCounter('floodgate.request_timeouts', { description: 'Requests timed out' }),
+    activeLeases: meter.createUpDownCounter('floodgate.active_leases', {
+      ...requests,
+      description: 'Requests holding a concurrency permit',
+    }),
+    queuedRequests: meter.createUpDownCounter('floodgate.queued_requests', {
+      ...requests,
+      description: "Requests waiting in a rate limiter's queue",
+    }),
+    timeInQueue: meter.createHistogram('floodgate.time_in_queue', {
+      ...seconds,
+      description: "Time a request waited in a rate limiter's queue, by how the wait ended",
+    }),
+    leaseDuration: meter.createHistogram('floodgate.lease_duration', {
+      ...seconds,
+      description: 'Time a request held its concurrency permit',
+    }),
+    partitions: meter.createUpDownCounter('floodgate.partitions', {
+      unit: '{partition}',
+      description: 'Partitions alive in a partitioned limiter',
+    }),
+    requestTimeouts: meter.createCounter('floodgate.request_timeouts', {
+      ...requests,
+      description: 'Requests whose deadline passed, by what was done about it',
+    }),
     handlerOverruns: meter.createCounter('floodgate.handler_overruns', {
+      ...requests,
       description: 'Handlers still running at their deadline',
     }),
-    overrunDuration: meter.createHistogram('floodgate.overrun_duration', { unit: 'ms' }),
-    clientCalls: meter.createCounter('floodgate.client.calls', { description: 'Outgoing calls by result' }),
+    overrunDuration: meter.createHistogram('floodgate.overrun_duration', {
+      ...seconds,
+      description: 'Time a handler ran past its deadline',
+    }),
+    clientCalls: meter.createCounter('floodgate.client.calls', {
+      unit: '{call}',
+      description: 'Outgoing calls of a rate-limited fetch, by result',
+    }),
     clientRetries: meter.createCounter('floodgate.client.retries', {
+      unit: '{retry}',
       description: 'Retries of outgoing calls, and retries refused by the retry budget',
     }),
     storeUnavailable: meter.createCounter('floodgate.store.unavailable', {
+      unit: '{decision}',
       description: 'Decisions answered by onUnavailable because the store failed or was late',
     }),
   };

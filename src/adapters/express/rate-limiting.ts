@@ -3,7 +3,7 @@ import { RateLimiting } from '../../http/rate-limiting/engine.ts';
 import { decideAndContinue } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
-import { findMarker, kMarker, type Marked } from './route-lookahead.ts';
+import { CONFLICTING, conflictOnRoute, findMarker, kMarker, type Marked } from './route-lookahead.ts';
 import type { ExpressMiddleware } from './timeouts.ts';
 
 export type {
@@ -29,6 +29,13 @@ export interface ExpressRateLimiting extends ExpressMiddleware {
 }
 
 const kDecided = Symbol.for('floodgate.rateLimited');
+
+// Found before anything is decided, so that the request floodgate fails is not charged.
+const conflict = (): Error =>
+  new Error(
+    'floodgate: two rate-limiting markers of one limiter apply to this route (the request would be already ' +
+      'decided by the first); global and route policy must be decided together, so give the route one marker',
+  );
 // A decided request carries its route; the route's owner tells this engine's marks from another's.
 type DecidedRequest = IncomingMessage & { [kDecided]?: RouteLimits };
 
@@ -82,6 +89,10 @@ export function rateLimiting(
     let route = engine.defaultRoute;
     if (markers > 0) {
       const marker = findMarker(req, engine);
+      if (marker === CONFLICTING) {
+        next(conflict());
+        return;
+      }
       if (marker !== undefined) route = marker;
     }
     decide(route, req, res, next);
@@ -92,7 +103,8 @@ export function rateLimiting(
     const handle: ExpressMiddleware = (req, res, next) => {
       const prior = (req as DecidedRequest)[kDecided];
       if (prior === undefined || prior.owner !== engine) {
-        decide(route, req, res, next);
+        if (conflictOnRoute((req as { route?: { stack?: never[] } }).route, engine)) next(conflict());
+        else decide(route, req, res, next);
         return;
       }
       if (prior === route) {

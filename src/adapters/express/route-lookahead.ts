@@ -4,7 +4,8 @@ import type { RouteLimits } from '../../http/rate-limiting/route.ts';
 
 /**
  * Which route marker, if any, the request will reach: the app-level middleware runs before Express routes the
- * request, yet must decide the global limiter and the route's policy as one chain. It walks the app's router
+ * request, yet must decide the global limiter and the route's policy as one chain (and the timeouts middleware
+ * must apply the route's own timeout before a limiter queues the request). It walks the app's router
  * stack with the layers' own matchers (Express 4's `router/layer` and Express 5's `router` package alike),
  * stopping at the first route that matches the path and method, as Express does. Results are cached per
  * method and path, in a bounded map emptied when the stack grows.
@@ -32,15 +33,60 @@ interface App {
 const NONE = null;
 const CACHE_SIZE = 1024;
 
-interface Cache {
+interface Cache<T> {
   length: number;
-  results: Map<string, RouteLimits | null>;
+  results: Map<string, T | null>;
 }
 
-const caches = new WeakMap<RateLimiting, WeakMap<object, Cache>>();
+const caches = new WeakMap<object, WeakMap<object, Cache<unknown>>>();
 
-/** The limits of the marker on the route `req` will reach, or undefined for none (the global limiter). */
-export function findMarker(req: IncomingMessage, engine: RateLimiting): RouteLimits | undefined {
+/** What {@link findMarker} returns when two markers of one engine with different limits are on the route. */
+export const CONFLICTING: unique symbol = Symbol('floodgate.conflictingMarkers');
+
+/**
+ * The limits of the marker on the route `req` will reach, undefined for none (the global limiter), or
+ * {@link CONFLICTING} when the route has two markers of this engine that disagree (found before anything is
+ * decided, so that the request floodgate fails is not charged).
+ */
+export function findMarker(
+  req: IncomingMessage,
+  engine: RateLimiting,
+): RouteLimits | typeof CONFLICTING | undefined {
+  return lookAhead(req, engine, limitsOf, agree);
+}
+
+function agree<T>(a: T, b: T): T | typeof CONFLICTING {
+  return a === b ? a : CONFLICTING;
+}
+
+/** Whether the stack of a matched route (`req.route`) has two markers of `engine` that disagree. */
+export function conflictOnRoute(route: { stack?: Layer[] } | undefined, engine: RateLimiting): boolean {
+  let found: RouteLimits | undefined;
+  for (const layer of route?.stack ?? []) {
+    const limits = limitsOf(layer.handle, engine);
+    if (limits === undefined) continue;
+    if (found !== undefined && found !== limits) return true;
+    found = limits;
+  }
+  return false;
+}
+
+function limitsOf(handle: unknown, engine: RateLimiting): RouteLimits | undefined {
+  const marker = (handle as Marked | undefined)?.[kMarker];
+  return marker !== undefined && marker.engine === engine ? marker.route : undefined;
+}
+
+/**
+ * What `pick` finds on the first handler of the route `req` will reach that it recognises, or undefined.
+ * `owner` keys the cache: one `pick` per owner (an engine), so cached answers are its own.
+ */
+export function lookAhead<T, O extends object, C = never>(
+  req: IncomingMessage,
+  owner: O,
+  pick: (handle: unknown, owner: O) => T | undefined,
+  /** Combines what two handlers of one route carry (default: the first wins). */
+  combine?: (first: T, next: T) => T | C,
+): T | C | undefined {
   const app = (req as { app?: App }).app;
   // Express 4 keeps the router in `_router`; in Express 5 `router` is a getter (in 4 it throws).
   const stack = (app?._router ?? app?.router)?.stack;
@@ -48,12 +94,12 @@ export function findMarker(req: IncomingMessage, engine: RateLimiting): RouteLim
   const path = appPath(req, app!);
   if (path === undefined) return undefined;
   const method = req.method ?? 'GET';
-  let byStack = caches.get(engine);
+  let byStack = caches.get(owner);
   if (byStack === undefined) {
     byStack = new WeakMap();
-    caches.set(engine, byStack);
+    caches.set(owner, byStack);
   }
-  let cache = byStack.get(stack);
+  let cache = byStack.get(stack) as Cache<T | C> | undefined;
   if (cache === undefined || cache.length !== stack.length) {
     cache = { length: stack.length, results: new Map() };
     byStack.set(stack, cache);
@@ -61,7 +107,7 @@ export function findMarker(req: IncomingMessage, engine: RateLimiting): RouteLim
   const key = `${method} ${path}`;
   let found = cache.results.get(key);
   if (found === undefined) {
-    found = walk(stack, path, method, engine) ?? NONE;
+    found = walk<T, C>(stack, path, method, (handle) => pick(handle, owner), combine) ?? NONE;
     if (cache.results.size >= CACHE_SIZE) cache.results.clear();
     cache.results.set(key, found);
   }
@@ -80,16 +126,17 @@ function appPath(req: IncomingMessage, app: App): string | undefined {
   return path;
 }
 
-/** The marker's limits; NONE when a route without a marker matches first; undefined when nothing matches. */
-function walk(
+/** What the marker carries; NONE when a route without a marker matches first; undefined when nothing matches. */
+function walk<T, C>(
   stack: Layer[],
   path: string,
   method: string,
-  engine: RateLimiting,
-): RouteLimits | null | undefined {
+  pick: (handle: unknown) => T | undefined,
+  combine: ((first: T, next: T) => T | C) | undefined,
+): T | C | null | undefined {
   for (const layer of stack) {
-    const handle = layer.handle as Marked & { stack?: Layer[] };
-    const own = handle?.[kMarker];
+    const handle = layer.handle as { stack?: Layer[] } | undefined;
+    const own = pick(handle);
     const route = layer.route;
     const router = Array.isArray(handle?.stack) ? handle.stack : undefined;
     if (route === undefined && own === undefined && router === undefined) continue;
@@ -103,20 +150,24 @@ function walk(
     if (route !== undefined) {
       const handles = route._handlesMethod?.(method) ?? route._handles_method?.(method) ?? true;
       if (!handles && method !== 'HEAD') continue;
+      let found: T | undefined;
       for (const inner of route.stack) {
-        const marker = (inner.handle as Marked)?.[kMarker];
-        if (marker !== undefined && marker.engine === engine) return marker.route;
+        const marker = pick(inner.handle);
+        if (marker === undefined) continue;
+        if (combine === undefined) return marker;
+        if (found === undefined) found = marker;
+        else {
+          const combined = combine(found, marker);
+          if (combined !== found) return combined as T | C;
+        }
       }
-      return NONE;
+      return found ?? NONE;
     }
-    if (own !== undefined) {
-      if (own.engine === engine) return own.route;
-      continue;
-    }
+    if (own !== undefined) return own;
     const prefix = typeof matched === 'object' ? matched.path : (layer.path ?? '');
     let rest = path.slice(prefix.length);
     if (rest[0] !== '/') rest = `/${rest}`;
-    const found = walk(router!, rest, method, engine);
+    const found = walk(router!, rest, method, pick, combine);
     if (found !== undefined) return found;
   }
   return undefined;

@@ -3,9 +3,11 @@ import type { RequestTimeoutContext } from '../../http/timeouts/context.ts';
 import { RequestTimeouts, type TimeoutAdapter } from '../../http/timeouts/engine.ts';
 import { answerResponse, watchResponse } from '../../http/timeouts/node-response.ts';
 import type { RequestTimeoutsOptions } from '../../http/timeouts/options.ts';
+import { decidedBeforeTimeouts, warnMiddlewareOrder } from '../../http/timeouts/order.ts';
 import { isAbortReason } from '../../http/timeouts/reasons.ts';
 import { attachRequestTimeout, requestTimeoutOf } from '../../http/timeouts/registry.ts';
-import type { RouteTimeout } from '../../http/timeouts/route.ts';
+import type { RouteTimeout, TimeoutRouteSetting } from '../../http/timeouts/route.ts';
+import { lookAhead } from './route-lookahead.ts';
 
 export type { RequestTimeout } from '../../http/timeouts/context.ts';
 export type { RouteTimeout, TimeoutPolicyOptions } from '../../http/timeouts/index.ts';
@@ -48,6 +50,15 @@ type ExpressRequest = IncomingMessage & {
   originalUrl?: string;
 };
 
+const kTimeoutMarker = Symbol('floodgate.timeoutMarker');
+type TimeoutMarked = { [kTimeoutMarker]?: { engine: RequestTimeouts; setting: TimeoutRouteSetting } };
+
+// The setting of an engine's marker on a handler, if it is one.
+function settingOf(handle: unknown, engine: RequestTimeouts): TimeoutRouteSetting | undefined {
+  const marker = (handle as TimeoutMarked | undefined)?.[kTimeoutMarker];
+  return marker !== undefined && marker.engine === engine ? marker.setting : undefined;
+}
+
 const adapter: TimeoutAdapter = {
   expire: (context) => answerResponse(context.target as ServerResponse, context.current!),
   describe: (context) => {
@@ -58,6 +69,11 @@ const adapter: TimeoutAdapter = {
         ? `${req?.baseUrl ?? ''}${path}`
         : (req?.originalUrl ?? req?.url)?.split('?', 1)[0];
     return { route, method: req?.method };
+  },
+  template: (context) => {
+    const req = (context.target as ServerResponse).req as ExpressRequest | undefined;
+    const path = req?.route?.path;
+    return typeof path === 'string' ? `${req?.baseUrl ?? ''}${path}` : undefined;
   },
 };
 
@@ -78,17 +94,27 @@ const adapter: TimeoutAdapter = {
  */
 export function requestTimeouts(options?: RequestTimeoutsOptions): ExpressTimeouts {
   const engine = new RequestTimeouts(options);
+  let markers = 0;
+  let warned = false;
   const middleware: ExpressMiddleware = (req, res, next) => {
     if ((requestTimeoutOf(req) as RequestTimeoutContext | undefined)?.engine !== engine) {
+      if (!warned && decidedBeforeTimeouts(req)) warned = warnMiddlewareOrder();
       const context = engine.start(adapter, res);
       attachRequestTimeout(req, context);
       watchResponse(res, context);
+      // The route's own timeout applies from here, not from its marker: a rate limiter between the two may
+      // queue the request, and queue plus handler must stay within the route's budget.
+      if (markers > 0) {
+        const setting = lookAhead(req, engine, settingOf);
+        if (setting !== undefined) context.apply(setting);
+      }
     }
     next();
   };
   const route = (value: RouteTimeout): ExpressMiddleware => {
     const setting = engine.route(value, 'timeouts.route()');
-    return (req, _res, next) => {
+    markers++;
+    const handle: ExpressMiddleware & TimeoutMarked = (req, _res, next) => {
       const context = requestTimeoutOf(req) as RequestTimeoutContext | undefined;
       if (context?.engine !== engine) {
         next(
@@ -102,11 +128,17 @@ export function requestTimeouts(options?: RequestTimeoutsOptions): ExpressTimeou
       context.apply(setting);
       next();
     };
+    handle[kTimeoutMarker] = { engine, setting };
+    return handle;
   };
   const lateAborts: ExpressTimeouts['lateAborts'] = (error, req, _res, next) => {
     const context = requestTimeoutOf(req) as RequestTimeoutContext | undefined;
-    // Our answer has gone out; the handler's abort is the expected end of its work, not a failure.
-    if (context?.engine === engine && context.timedOut && isAbortReason(error)) return;
+    // The handler's abort after the deadline is the expected end of its work, not a failure: the policy answers
+    // (now, if this came within its grace).
+    if (context?.engine === engine && context.timedOut && isAbortReason(error)) {
+      context.gaveUp();
+      return;
+    }
     next(error);
   };
   return Object.assign(middleware, { route, lateAborts, engine });

@@ -4,6 +4,7 @@ import { decideOnNode, type NodeAnswers, NodeRequestView } from '../../http/rate
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { Answer } from '../../http/rate-limiting/response.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
+import { checkSiblingAtReady } from './sibling-check.ts';
 
 export type {
   HttpLimiter,
@@ -18,9 +19,10 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /**
      * This route's rate limiting: a policy name (checked when the route is added), an inline policy, or
-     * `false` for none. Omitted: the global limiter only.
+     * `false` for none. Omitted: the global limiter only. (`rateLimit` is @fastify/rate-limit's key; floodgate
+     * still reads it when that plugin is not registered, untyped.)
      */
-    rateLimit?: RouteLimit<FastifyRequest, FastifyReply>;
+    rateLimiting?: RouteLimit<FastifyRequest, FastifyReply>;
   }
 }
 
@@ -28,7 +30,28 @@ declare module 'fastify' {
 export type FastifyRateLimitingOptions = RateLimitingOptions<FastifyRequest, FastifyReply>;
 
 const kLimits = Symbol('floodgate.rateLimits');
-type LimitedConfig = { rateLimit?: unknown; [kLimits]?: RouteLimits };
+type LimitedConfig = {
+  rateLimiting?: unknown;
+  rateLimit?: unknown;
+  timeout?: unknown;
+  [kLimits]?: RouteLimits;
+};
+
+// @fastify/rate-limit reads `config.rateLimit` too; where it is registered, that key is its, not ours.
+const OTHER_LIMITER = '@fastify/rate-limit';
+const TIMEOUTS_PLUGIN = 'floodgate-request-timeouts';
+
+/** The route's floodgate setting and the option path it was read from, or undefined for none. */
+function settingOf(
+  config: LimitedConfig,
+  instance: FastifyInstance,
+): { value: unknown; key: 'rateLimiting' | 'rateLimit' } | undefined {
+  if (config.rateLimiting !== undefined) return { value: config.rateLimiting, key: 'rateLimiting' };
+  if (config.rateLimit !== undefined && !instance.hasPlugin(OTHER_LIMITER)) {
+    return { value: config.rateLimit, key: 'rateLimit' };
+  }
+  return undefined;
+}
 
 // Options Fastify itself reads from register(); they are not ours to validate.
 const FASTIFY_KEYS = new Set(['prefix', 'logLevel', 'logSerializers']);
@@ -45,8 +68,8 @@ const FASTIFY_KEYS = new Set(['prefix', 'logLevel', 'logSerializers']);
  *   global: partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: 100, window: '1m' }) }),
  *   policies: { search: concurrency({ permitLimit: 4, queueLimit: 16 }) },
  * });
- * app.get('/search', { config: { rateLimit: 'search' } }, search);
- * app.get('/health', { config: { rateLimit: false } }, health);
+ * app.get('/search', { config: { rateLimiting: 'search' } }, search);
+ * app.get('/health', { config: { rateLimiting: false } }, health);
  * ```
  */
 export function rateLimiting(
@@ -63,24 +86,36 @@ export function rateLimiting(
     return;
   }
 
+  // A route added before this plugin was not seen by onRoute: its setting is validated at its first request.
   const limitsOf = (config: LimitedConfig, method: string, url: string | undefined): RouteLimits => {
     let limits = config[kLimits];
     if (limits === undefined) {
-      limits = engine.route(config.rateLimit, `route ${method} ${url}: config.rateLimit`);
+      const setting = settingOf(config, fastify);
+      limits =
+        setting === undefined
+          ? engine.defaultRoute
+          : engine.route(setting.value, `route ${method} ${url}: config.${setting.key}`);
       config[kLimits] = limits;
     }
     return limits;
   };
 
-  fastify.addHook('onRoute', (route) => {
+  // `config.timeout` is floodgate's too: without the timeouts plugin nothing would apply it.
+  const noteTimeoutOption = checkSiblingAtReady(fastify, 'timeout', {
+    name: TIMEOUTS_PLUGIN,
+    factory: 'requestTimeouts',
+    without: 'the route has no timeout',
+  });
+
+  fastify.addHook('onRoute', function onRoute(this: FastifyInstance, route) {
     const config = (route.config ?? {}) as LimitedConfig;
-    if (config.rateLimit === undefined) return;
+    const where = `route ${String(route.method)} ${route.url}`;
+    if (config.timeout !== undefined) noteTimeoutOption(this, where);
+    const setting = settingOf(config, this);
+    if (setting === undefined) return;
     route.config = {
       ...config,
-      [kLimits]: engine.route(
-        config.rateLimit,
-        `route ${String(route.method)} ${route.url}: config.rateLimit`,
-      ),
+      [kLimits]: engine.route(setting.value, `${where}: config.${setting.key}`),
     } as typeof route.config;
   });
 
@@ -89,7 +124,7 @@ export function rateLimiting(
     let limits: RouteLimits;
     try {
       limits =
-        config === undefined || config.rateLimit === undefined
+        config === undefined
           ? engine.defaultRoute
           : limitsOf(config, request.method, request.routeOptions.url);
     } catch (error) {

@@ -6,6 +6,7 @@ import type { RequestTimeoutsOptions } from '../../http/timeouts/options.ts';
 import { isAbortReason } from '../../http/timeouts/reasons.ts';
 import { attachRequestTimeout } from '../../http/timeouts/registry.ts';
 import type { RouteTimeout, TimeoutRouteSetting } from '../../http/timeouts/route.ts';
+import { checkSiblingAtReady } from './sibling-check.ts';
 
 export type { RequestTimeout } from '../../http/timeouts/context.ts';
 export type { RouteTimeout, TimeoutPolicyOptions } from '../../http/timeouts/index.ts';
@@ -24,6 +25,7 @@ declare module 'fastify' {
 }
 
 const kSetting = Symbol('floodgate.timeoutSetting');
+const RATE_LIMITING_PLUGIN = 'floodgate-rate-limiting';
 type TimedConfig = { timeout?: unknown; [kSetting]?: TimeoutRouteSetting };
 
 // Options Fastify itself reads from register(); they are not ours to validate.
@@ -64,6 +66,7 @@ const adapter: TimeoutAdapter = {
     const request = (context.target as FastifyReply).request;
     return { route: request.routeOptions.url, method: request.method };
   },
+  template: (context) => (context.target as FastifyReply).request.routeOptions.url,
 };
 
 function originalSend(reply: FastifyReply, payload: unknown): void {
@@ -115,7 +118,11 @@ function observeHandler(handler: RouteOptions['handler']): RouteOptions['handler
       },
       (error: unknown) => {
         context.handlerDone();
-        if (context.timedOut && isAbortReason(error)) return undefined;
+        if (context.timedOut && isAbortReason(error)) {
+          // The policy answers (now, if this came within its grace).
+          context.gaveUp();
+          return undefined;
+        }
         throw error;
       },
     );
@@ -151,8 +158,28 @@ export function requestTimeouts(
 
   fastify.decorateRequest('requestTimeout', null);
 
-  fastify.addHook('onRoute', (route) => {
+  // Fastify runs onRequest hooks in registration order: a rate limiter registered first queues requests before
+  // they have a timeout, so queue time would not count against the deadline. It still works; say so once.
+  if (fastify.hasPlugin(RATE_LIMITING_PLUGIN)) {
+    process.emitWarning(
+      'floodgate: requestTimeouts is registered after rateLimiting, so time spent in a rate limiter queue does not ' +
+        'count against the deadline; register requestTimeouts first',
+      { code: 'FLOODGATE_PLUGIN_ORDER' },
+    );
+  }
+
+  // `config.rateLimiting` is floodgate's too: without the rate-limiting plugin nothing would apply it.
+  const noteRateLimitingOption = checkSiblingAtReady(fastify, 'rateLimiting', {
+    name: RATE_LIMITING_PLUGIN,
+    factory: 'rateLimiting',
+    without: 'the route is not limited',
+  });
+
+  fastify.addHook('onRoute', function onRoute(this: FastifyInstance, route) {
     const config = (route.config ?? {}) as TimedConfig;
+    if ((config as { rateLimiting?: unknown }).rateLimiting !== undefined) {
+      noteRateLimitingOption(this, `route ${String(route.method)} ${route.url}`);
+    }
     if (config.timeout !== undefined) {
       const where = `route ${String(route.method)} ${route.url}: config.timeout`;
       route.config = { ...config, [kSetting]: engine.route(config.timeout, where) } as typeof route.config;

@@ -5,7 +5,8 @@ import { holdUntilEnd, isThenable, setHeader } from '../../http/rate-limiting/no
 import type { RateLimitingOptions, RejectedContext, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
 import type { HttpRequest } from '../../http/request.ts';
-import { requestTimeoutOf } from '../../http/timeouts/registry.ts';
+import { requestTimeoutOf, timeoutGaveUp } from '../../http/timeouts/registry.ts';
+import { throughComposed } from './composed.ts';
 
 export type {
   HttpLimiter,
@@ -34,6 +35,15 @@ export interface HonoRateLimiting extends MiddlewareHandler {
 
 const kMarker: unique symbol = Symbol.for('floodgate.rateLimitMarker') as never;
 type Marked = { [kMarker]?: { engine: RateLimiting; route: RouteLimits } };
+// The marker a matched handler carries, looking through Hono's wrappers of sub-apps with their own onError.
+function markerOf(handler: unknown): Marked[typeof kMarker] {
+  return throughComposed(handler, readMarker);
+}
+
+function readMarker(handler: object): Marked[typeof kMarker] {
+  return (handler as Marked)[kMarker];
+}
+
 const kDecided: unique symbol = Symbol.for('floodgate.rateLimited') as never;
 type Decided = { [kDecided]?: RouteLimits };
 
@@ -89,8 +99,9 @@ function waitSignal(c: Context): AbortSignal | undefined {
  * markers (`limiter.requirePolicy('name')`, `limiter.noRateLimit()`) set a route's policy. Hono matches every
  * handler of a request before running the first, so the app-level middleware sees the route's marker and decides
  * global and policy as one chain; a marker on a route the middleware does not run for decides the chain itself.
- * Under `@hono/node-server` a held (concurrency) permit comes back when the response has been written; elsewhere
- * when the handler returns.
+ * Under `@hono/node-server` a held (concurrency) permit comes back when the response has been written or the
+ * client went away, whichever is first, even if the handler never settles; elsewhere when the handler returns or
+ * the request's (or its timeout's) signal aborts.
  *
  * @example
  * ```ts
@@ -126,7 +137,11 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
     c: Context,
     next: () => Promise<void>,
   ): Promise<Response | void> => {
-    if (decision.result === 'canceled') return Promise.resolve(new Response(null, { status: 499 }));
+    if (decision.result === 'canceled') {
+      // Left the queue at its deadline (or the client left): the timeout answers now, without a handler's grace.
+      timeoutGaveUp(c);
+      return Promise.resolve(new Response(null, { status: 499 }));
+    }
     if (decision.lease !== undefined && !decision.lease.granted) {
       const answer = rejected(view, decision, c);
       if (!engine.options.dryRun) return answer;
@@ -162,32 +177,47 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
       else engine.setHeaders(view, decision, c, appendHeader);
     }
     if (decision.heldSince < 0) return next();
-    // Under node-server the body is written after the handler returns: hold the permit until it is.
-    const release = (): void => {
-      if (outgoing !== undefined) holdUntilEnd(engine, outgoing, decision);
-      else engine.release(decision);
-    };
-    let route: Promise<void>;
-    try {
-      route = next();
-    } catch (error) {
-      release();
-      throw error;
+    // The permit comes back at the first of: the response written, the client gone, the timeout answered (its
+    // answer is a response too). Not when the route's promise settles: a handler that never settles would keep it.
+    if (outgoing !== undefined) {
+      holdUntilEnd(engine, outgoing, decision);
+      return next();
     }
-    return route.finally(release);
+    // Other runtimes show no response end: the route settling, the client's or the timeout's signal.
+    const release = (): void => engine.release(decision);
+    for (const signal of [c.req.raw.signal, requestTimeoutOf(c)?.signal]) {
+      if (signal?.aborted) release();
+      else signal?.addEventListener('abort', release, { once: true });
+    }
+    return next().finally(release);
   };
+
+  // The route limits of this engine's marker among the handlers Hono matched; `null` when two of its markers
+  // disagree, which is found before anything is decided so that the failing request is never charged.
+  const markedRoute = (c: Context): RouteLimits | null | undefined => {
+    let found: RouteLimits | undefined;
+    for (const matched of c.req.matchedRoutes) {
+      const marker = markerOf(matched.handler);
+      if (marker === undefined || marker.engine !== engine) continue;
+      if (found !== undefined && found !== marker.route) return null;
+      found = marker.route;
+    }
+    return found;
+  };
+
+  const conflict = (): Error =>
+    new Error(
+      'floodgate: two rate-limiting markers of one limiter apply to this route (the request would be already ' +
+        'decided by the first); global and route policy must be decided together, so give the route one marker',
+    );
 
   const middleware: MiddlewareHandler = (c, next) => {
     if (decidedWith(c) !== undefined) return next();
     let route = engine.defaultRoute;
     if (markers > 0) {
-      for (const matched of c.req.matchedRoutes) {
-        const marker = (matched.handler as Marked)[kMarker];
-        if (marker !== undefined && marker.engine === engine) {
-          route = marker.route;
-          break;
-        }
-      }
+      const marked = markedRoute(c);
+      if (marked === null) throw conflict();
+      if (marked !== undefined) route = marked;
     }
     return decide(route, c, next);
   };
@@ -196,7 +226,10 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
     markers++;
     const handle: MiddlewareHandler = (c, next) => {
       const prior = decidedWith(c);
-      if (prior === undefined) return decide(route, c, next);
+      if (prior === undefined) {
+        if (markedRoute(c) === null) throw conflict();
+        return decide(route, c, next);
+      }
       if (prior === route) return next();
       throw new Error(
         `floodgate: this route requires rate-limiting policy ${JSON.stringify(route.policy?.name ?? 'none')} but the ` +

@@ -4,9 +4,12 @@ import type { RequestTimeout, RequestTimeoutContext } from '../../http/timeouts/
 import { RequestTimeouts, type TimeoutAdapter } from '../../http/timeouts/engine.ts';
 import { watchResponse } from '../../http/timeouts/node-response.ts';
 import type { RequestTimeoutsOptions } from '../../http/timeouts/options.ts';
+import { decidedBeforeTimeouts, warnMiddlewareOrder } from '../../http/timeouts/order.ts';
+import { isAbortReason } from '../../http/timeouts/reasons.ts';
 import { attachRequestTimeout, requestTimeoutOf } from '../../http/timeouts/registry.ts';
-import type { RouteTimeout } from '../../http/timeouts/route.ts';
+import type { RouteTimeout, TimeoutRouteSetting } from '../../http/timeouts/route.ts';
 import { policyResponse } from '../../http/timeouts/web-response.ts';
+import { throughComposed } from './composed.ts';
 
 export type { RequestTimeout } from '../../http/timeouts/context.ts';
 export type { RouteTimeout, TimeoutPolicyOptions } from '../../http/timeouts/index.ts';
@@ -32,6 +35,13 @@ export interface HonoTimeouts extends MiddlewareHandler {
   readonly engine: RequestTimeouts;
 }
 
+const kTimeoutMarker = Symbol('floodgate.timeoutMarker');
+type TimeoutMarked = { [kTimeoutMarker]?: { engine: RequestTimeouts; setting: TimeoutRouteSetting } };
+
+function readMarker(handler: object): TimeoutMarked[typeof kTimeoutMarker] {
+  return (handler as TimeoutMarked)[kTimeoutMarker];
+}
+
 /** What the adapter keeps per request. */
 class HonoRequest {
   /** Settles the middleware; `undefined` once it has (route done, or answered at the deadline). */
@@ -48,6 +58,12 @@ class HonoRequest {
   /** The route settled: the handler is done, and unless the deadline answered first, its result stands. */
   settled(error: unknown, failed: boolean): void {
     this.context.handlerDone();
+    // Within a grace, a handler that rethrew its abort (Hono's onError saw it, `c.error`) did not answer: the
+    // policy does, now.
+    if (this.context.expired && isAbortReason(failed ? error : this.c.error)) {
+      this.context.gaveUp();
+      return;
+    }
     const { resolve, reject } = this;
     if (resolve === undefined) return;
     this.resolve = this.reject = undefined;
@@ -86,6 +102,7 @@ const adapter: TimeoutAdapter = {
     const { c } = context.target as HonoRequest;
     return { route: c.req.routePath, method: c.req.method };
   },
+  template: (context) => (context.target as HonoRequest).c.req.routePath,
 };
 
 function nodeOutgoing(c: Context): ServerResponse | undefined {
@@ -111,10 +128,13 @@ function nodeOutgoing(c: Context): ServerResponse | undefined {
  */
 export function requestTimeouts(options?: RequestTimeoutsOptions): HonoTimeouts {
   const engine = new RequestTimeouts(options);
+  let markers = 0;
+  let warned = false;
 
   // Not an async function: one promise per request, settled by the route or by the deadline, whichever is first.
   const middleware: MiddlewareHandler = (c, next) => {
     if ((requestTimeoutOf(c) as RequestTimeoutContext | undefined)?.engine === engine) return next();
+    if (!warned && decidedBeforeTimeouts(c)) warned = warnMiddlewareOrder();
     const outgoing = nodeOutgoing(c);
     const state = new HonoRequest(c, outgoing);
     const context = engine.start(adapter, state);
@@ -124,6 +144,17 @@ export function requestTimeouts(options?: RequestTimeoutsOptions): HonoTimeouts 
     c.set('requestTimeout', context);
     if (outgoing !== undefined) watchResponse(outgoing, context);
     else linkClientSignal(c, context);
+    // The route's own timeout applies from here, not from its marker: a rate limiter between the two may queue
+    // the request, and queue plus handler must stay within the route's budget. Hono matched every handler already.
+    if (markers > 0) {
+      for (const matched of c.req.matchedRoutes) {
+        const marker = throughComposed(matched.handler, readMarker);
+        if (marker !== undefined && marker.engine === engine) {
+          context.apply(marker.setting);
+          break;
+        }
+      }
+    }
     return new Promise<void>((resolve, reject) => {
       state.resolve = resolve;
       state.reject = reject;
@@ -136,7 +167,8 @@ export function requestTimeouts(options?: RequestTimeoutsOptions): HonoTimeouts 
 
   const route = (value: RouteTimeout): MiddlewareHandler => {
     const setting = engine.route(value, 'timeouts.route()');
-    return (c, next) => {
+    markers++;
+    const handle: MiddlewareHandler & TimeoutMarked = (c, next) => {
       const context = requestTimeoutOf(c) as RequestTimeoutContext | undefined;
       if (context?.engine !== engine) {
         throw new Error(
@@ -147,6 +179,8 @@ export function requestTimeouts(options?: RequestTimeoutsOptions): HonoTimeouts 
       context.apply(setting);
       return next();
     };
+    handle[kTimeoutMarker] = { engine, setting };
+    return handle;
   };
 
   return Object.assign(middleware, { route, engine });

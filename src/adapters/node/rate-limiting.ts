@@ -3,8 +3,7 @@ import { RateLimiting } from '../../http/rate-limiting/engine.ts';
 import { decideAndContinue, isThenable } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
-import { isAbortReason } from '../../http/timeouts/reasons.ts';
-import { requestTimeoutOf } from '../../http/timeouts/registry.ts';
+import { callHandler, errorHandler, handlerRejected, type NodeErrorHandler, reportError } from './errors.ts';
 
 export type {
   HttpLimiter,
@@ -15,8 +14,18 @@ export type {
   RouteLimit,
 } from '../../http/rate-limiting/options.ts';
 
+export type { NodeErrorHandler } from './errors.ts';
+
 /** Options of the node:http `rateLimiting()`: `onRejected` sees the `IncomingMessage` and `ServerResponse`. */
-export type NodeRateLimitingOptions = RateLimitingOptions<IncomingMessage, ServerResponse>;
+export type NodeRateLimitingOptions = RateLimitingOptions<IncomingMessage, ServerResponse> & {
+  /**
+   * Where a wrapped handler's error goes (a throw, a rejection, or a key function or `onRejected` that throws):
+   * called with the error, the request and the response; the response is then ended, 500 if neither the hook
+   * nor the handler sent anything. Default: `console.error(error)`. The error is never rethrown, so it cannot
+   * become an unhandled rejection that ends the process.
+   */
+  onError?: NodeErrorHandler;
+};
 
 /** Wraps node:http handlers with rate limiting. Created by {@link rateLimiting}. */
 export interface NodeRateLimiting {
@@ -55,7 +64,9 @@ type Marked = IncomingMessage & { [kDecided]?: RouteLimits };
  * ```
  */
 export function rateLimiting(options?: NodeRateLimitingOptions): NodeRateLimiting {
-  const engine = new RateLimiting(options as RateLimitingOptions);
+  const { onError: hook, ...rest } = (options ?? {}) as NodeRateLimitingOptions;
+  const engine = new RateLimiting(rest as RateLimitingOptions);
+  const onError = errorHandler('rateLimiting', hook);
 
   const gate = (
     route: RouteLimits,
@@ -89,10 +100,10 @@ export function rateLimiting(options?: NodeRateLimitingOptions): NodeRateLimitin
     return (req, res) => {
       gate(route, req, res, (error) => {
         if (error !== undefined) {
-          fail(res, error);
+          reportError(onError, error, req, res);
           return;
         }
-        run(handler, req, res);
+        run(handler, req, res, onError);
       });
     };
   };
@@ -107,44 +118,15 @@ export function rateLimiting(options?: NodeRateLimitingOptions): NodeRateLimitin
 }
 
 // A handler that throws must not keep its permit: the response is ended (500 when nothing was sent), so a
-// concurrency lease comes back, and the error goes on as it would without floodgate.
+// concurrency lease comes back, and the error goes to onError. Never rethrown: when the request waited in a queue
+// this runs in a promise callback, where a rethrow is an unhandled rejection that ends the process.
 function run<Req extends IncomingMessage, Res extends ServerResponse>(
   handler: (req: Req, res: Res) => unknown,
   req: Req,
   res: Res,
+  onError: NodeErrorHandler,
 ): void {
-  let result: unknown;
-  try {
-    result = handler(req, res);
-  } catch (error) {
-    fail(res, error);
-    throw error;
-  }
-  if (isThenable(result)) {
-    result.then(undefined, (error: unknown) => {
-      fail(res, error);
-      // Inside requestTimeouts, a handler rethrowing its own abort after the timeout answered did nothing wrong
-      // (the timeouts wrapper cannot see this promise: it sees ours). Anything else stays unhandled, as it would be
-      // without floodgate.
-      if (requestTimeoutOf(req)?.timedOut && isAbortReason(error)) return;
-      throw error;
-    });
-  }
-}
-
-function fail(res: ServerResponse, error: unknown): void {
-  if (res.writableEnded || res.destroyed) return;
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  const body =
-    error instanceof Error && error.message.startsWith('floodgate:')
-      ? error.message
-      : 'Internal Server Error';
-  res.writeHead(500, {
-    'content-type': 'text/plain; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-  });
-  res.end(body);
+  const result = callHandler(handler, req, res, onError);
+  if (isThenable(result))
+    result.then(undefined, (error: unknown) => handlerRejected(onError, error, req, res));
 }

@@ -3,14 +3,26 @@ import type { RequestTimeoutContext } from '../../http/timeouts/context.ts';
 import { RequestTimeouts, type TimeoutAdapter } from '../../http/timeouts/engine.ts';
 import { answerResponse, watchResponse } from '../../http/timeouts/node-response.ts';
 import type { RequestTimeoutsOptions } from '../../http/timeouts/options.ts';
-import { isAbortReason } from '../../http/timeouts/reasons.ts';
 import { attachRequestTimeout, requestTimeoutOf } from '../../http/timeouts/registry.ts';
 import type { RouteTimeout } from '../../http/timeouts/route.ts';
+import { callHandler, errorHandler, handlerRejected, type NodeErrorHandler } from './errors.ts';
 
 export type { RequestTimeout } from '../../http/timeouts/context.ts';
 export type { RouteTimeout, TimeoutPolicyOptions } from '../../http/timeouts/index.ts';
 export { isTimeoutReason, requestTimeoutOf } from '../../http/timeouts/index.ts';
 export type { OverrunInfo, RequestTimeoutsOptions, TimeoutInfo } from '../../http/timeouts/options.ts';
+export type { NodeErrorHandler } from './errors.ts';
+
+/** Options of the node:http `requestTimeouts()`: the common ones, and where a handler's error goes. */
+export interface NodeTimeoutsOptions extends RequestTimeoutsOptions {
+  /**
+   * Called with a wrapped handler's error (a throw or a rejection), the request and the response; the response
+   * is then ended, 500 if nothing was sent. Default: `console.error(error)`. The error is never rethrown, so it
+   * cannot become an unhandled rejection that ends the process. A handler rejecting with its own abort after the
+   * deadline is not an error: the timeout's answer stands.
+   */
+  onError?: NodeErrorHandler;
+}
 
 /** A node:http request handler. It may return a promise; then "done" is when it settles. */
 export type NodeHandler<
@@ -54,8 +66,10 @@ const adapter: TimeoutAdapter = {
  * }));
  * ```
  */
-export function requestTimeouts(options?: RequestTimeoutsOptions): NodeTimeouts {
-  const engine = new RequestTimeouts(options);
+export function requestTimeouts(options?: NodeTimeoutsOptions): NodeTimeouts {
+  const { onError: hook, ...rest } = options ?? {};
+  const engine = new RequestTimeouts(options === undefined ? undefined : rest);
+  const onError = errorHandler('requestTimeouts', hook);
   const wrap = <Req extends IncomingMessage, Res extends ServerResponse>(
     handler: NodeHandler<Req, Res>,
     route?: RouteTimeout,
@@ -74,17 +88,17 @@ export function requestTimeouts(options?: RequestTimeoutsOptions): NodeTimeouts 
         watchResponse(res, context);
       }
       if (setting !== undefined) context.apply(setting);
-      const result = handler(req, res);
-      if (started && isThenable(result)) {
-        context.doneByPromise = true;
+      const result = callHandler(handler, req, res, onError);
+      if (isThenable(result)) {
         const ctx = context;
+        if (started) ctx.doneByPromise = true;
         result.then(
-          () => ctx.handlerDone(),
+          () => {
+            if (started) ctx.handlerDone();
+          },
           (error: unknown) => {
-            ctx.handlerDone();
-            // A handler that rethrows its own abort after we answered did nothing wrong; anything else stays
-            // an unhandled rejection, as it would be without floodgate.
-            if (!(ctx.timedOut && isAbortReason(error))) throw error;
+            if (started) ctx.handlerDone();
+            handlerRejected(onError, error, req, res);
           },
         );
       }

@@ -113,7 +113,7 @@ export class RateLimiting {
     }
     if (!route.mayQueue || this.options.dryRun) return this.#decided(route, route.tryAcquire(req));
     const instruments = telemetry();
-    const attributes = route.attributes.acquired;
+    const attributes = route.policyAttributes;
     const started = performance.now();
     instruments.queuedRequests.add(1, attributes);
     let waiting: Promise<Lease>;
@@ -127,13 +127,19 @@ export class RateLimiting {
     return waiting.then(
       (lease) => {
         instruments.queuedRequests.add(-1, attributes);
-        instruments.timeInQueue.record(performance.now() - started, attributes);
-        return this.#decided(route, lease);
+        const decision = this.#decided(route, lease);
+        // In seconds, by the result the wait ended with (a full queue rejects through here too).
+        instruments.timeInQueue.record(
+          (performance.now() - started) / 1000,
+          route.attributes[decision.result],
+        );
+        return decision;
       },
       (error: unknown) => {
         instruments.queuedRequests.add(-1, attributes);
         // Only our own signal cancels; anything else is a failure the framework should see.
         if (abort === undefined || !abort.aborted || error !== abort.reason) throw error;
+        instruments.timeInQueue.record((performance.now() - started) / 1000, route.attributes.canceled);
         instruments.requests.add(1, route.attributes.canceled);
         return new Decision(route, undefined, 'canceled');
       },
@@ -156,7 +162,7 @@ export class RateLimiting {
     const decision = new Decision(route, lease, result);
     if (lease.granted && holdsPermits(lease)) {
       decision.heldSince = performance.now();
-      telemetry().activeLeases.add(1, route.attributes.acquired);
+      telemetry().activeLeases.add(1, route.policyAttributes);
     }
     return decision;
   }
@@ -167,8 +173,8 @@ export class RateLimiting {
    */
   release(decision: Decision): void {
     if (decision.heldSince < 0) return;
-    const attributes = decision.route.attributes.acquired;
-    telemetry().leaseDuration.record(performance.now() - decision.heldSince, attributes);
+    const attributes = decision.route.policyAttributes;
+    telemetry().leaseDuration.record((performance.now() - decision.heldSince) / 1000, attributes);
     telemetry().activeLeases.add(-1, attributes);
     decision.heldSince = -1;
     decision.lease!.release();

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HttpRequest } from '../request.ts';
-import { requestTimeoutOf } from '../timeouts/registry.ts';
+import { requestTimeoutOf, timeoutGaveUp } from '../timeouts/registry.ts';
 import type { Decision, RateLimiting } from './engine.ts';
 import type { Answer } from './response.ts';
 import type { RouteLimits } from './route.ts';
@@ -163,7 +163,11 @@ function proceed<Req, Res>(
   decision: Decision,
   next: (error?: unknown) => void,
 ): void {
-  if (decision.result === 'canceled') return;
+  if (decision.result === 'canceled') {
+    // Left the queue at its deadline (or the client left): the timeout answers now, without a handler's grace.
+    timeoutGaveUp(view.raw);
+    return;
+  }
   if (decision.lease !== undefined && !decision.lease.granted) {
     let done: void | Promise<void>;
     try {

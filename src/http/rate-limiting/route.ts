@@ -50,6 +50,8 @@ export class RouteLimits {
   readonly metricPolicy: string;
   /** Metric attributes per result, allocated once. */
   readonly attributes: Readonly<Record<Result, Attributes>>;
+  /** The attributes of the instruments that have no result (queued, active, lease duration): `{ policy }`. */
+  readonly policyAttributes: Attributes;
   readonly dryRunAttributes: Readonly<Record<Result, Attributes>>;
   readonly onRejected: OnRejected | undefined;
   /** Decides now for `req`; never waits. Memory limiters only: a route on a Redis store uses {@link remote}. */
@@ -100,6 +102,7 @@ export class RouteLimits {
       dryRunAttributes[result] = { policy: this.metricPolicy, result, dry_run: true };
     }
     this.attributes = attributes;
+    this.policyAttributes = { policy: this.metricPolicy };
     this.dryRunAttributes = dryRunAttributes;
 
     const keyed = members.some((m) => m instanceof PartitionedLimiter);

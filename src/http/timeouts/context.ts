@@ -1,8 +1,37 @@
 import type { DeadlineEntry, DeadlineList } from './deadlines.ts';
-import type { RequestTimeouts, TimeoutAdapter } from './engine.ts';
 import type { TimeoutPolicy } from './policy.ts';
-import { disconnectReason } from './reasons.ts';
+import { disconnectReason, timeoutReason } from './reasons.ts';
 import type { TimeoutRouteSetting } from './route.ts';
+
+/** How an adapter answers at the deadline. One object per adapter, shared by all its requests. */
+export interface TimeoutAdapter {
+  /**
+   * Called when the policy must answer: at the deadline right after the signal's 'abort' listeners ran, or at the
+   * end of the policy's grace (earlier if the handler answered or gave up in it). Returns `'answered'` if the
+   * policy's response was sent, `'cut'` if a started response was ended early, `'handler'` if the handler had
+   * answered after all.
+   */
+  expire(context: RequestTimeoutContext): 'answered' | 'cut' | 'handler';
+  /** The route and method of the request, for hooks. Called only on timeouts. */
+  describe(context: RequestTimeoutContext): { route: string | undefined; method: string | undefined };
+  /**
+   * The route's template (`/users/:id`) when the framework knows one, for the metrics' `http.route` (never a raw
+   * path: that would make one series per URL). Called only on timeouts.
+   */
+  template?(context: RequestTimeoutContext): string | undefined;
+}
+
+/** What a context needs of its engine (`RequestTimeouts`), so that the two files do not import each other. */
+export interface TimeoutEngine {
+  readonly defaultPolicy: TimeoutPolicy | undefined;
+  /** Links the context into the list of its duration, due at `context.due`. */
+  schedule(context: RequestTimeoutContext): void;
+  unschedule(context: RequestTimeoutContext): void;
+  /** The handler answered or gave up during the grace: the policy's turn comes now. */
+  endGrace(context: RequestTimeoutContext): void;
+  /** A handler that ran past its deadline finished. */
+  reportOverrun(context: RequestTimeoutContext): void;
+}
 
 /**
  * The timeout of one request, as handlers and the rate limiter see it. Get it with `requestTimeoutOf(req)`
@@ -35,7 +64,7 @@ export interface RequestTimeout {
 const State = {
   /** In flight, possibly with a deadline. */
   Running: 0,
-  /** The deadline passed and the signal is aborting: its listeners may still answer. */
+  /** The deadline passed and the signal aborted: its listeners, or the handler within the grace, may answer. */
   Expired: 1,
   /** Floodgate answered or cut the response. */
   TimedOut: 2,
@@ -45,9 +74,14 @@ const State = {
   Disconnected: 4,
 } as const;
 
+/** Why a request's signal aborted. */
+const Aborted = { No: 0, Timeout: 1, Disconnect: 2 } as const;
+
 /** The context behind {@link RequestTimeout}. Adapters use the members that the interface does not show. */
 export class RequestTimeoutContext implements RequestTimeout, DeadlineEntry {
   deadline = Number.POSITIVE_INFINITY;
+  /** When the engine acts next: the deadline, then, in a grace, its end. */
+  due = Number.POSITIVE_INFINITY;
   prevInList: DeadlineEntry | null = null;
   nextInList: DeadlineEntry | null = null;
   list: DeadlineList | null = null;
@@ -67,11 +101,13 @@ export class RequestTimeoutContext implements RequestTimeout, DeadlineEntry {
   #route: TimeoutPolicy | undefined;
   #disabled = false;
   #controller: AbortController | undefined;
+  /** Why the signal aborted (Aborted), kept as a number: the reason itself is built only if someone reads it. */
+  #aborted: number = Aborted.No;
   #reason: unknown;
   #onDone: Array<() => void> | undefined;
 
   constructor(
-    readonly engine: RequestTimeouts,
+    readonly engine: TimeoutEngine,
     readonly adapter: TimeoutAdapter,
     /** The adapter's handle on the response (a `ServerResponse`, a Fastify reply, a Hono state). */
     readonly target: unknown,
@@ -84,9 +120,21 @@ export class RequestTimeoutContext implements RequestTimeout, DeadlineEntry {
     // Created on first use: most requests never look at their signal, and an AbortController is not free.
     if (this.#controller === undefined) {
       this.#controller = new AbortController();
-      if (this.#reason !== undefined) this.#controller.abort(this.#reason);
+      if (this.#aborted !== Aborted.No) this.#controller.abort(this.#abortReason());
     }
     return this.#controller.signal;
+  }
+
+  // A DOMException captures a stack: built only when a signal exists to carry it.
+  #abortReason(): unknown {
+    if (this.#reason === undefined) {
+      const policy = this.current;
+      this.#reason =
+        this.#aborted === Aborted.Timeout && policy !== undefined
+          ? timeoutReason(policy.name, policy.ms)
+          : disconnectReason();
+    }
+    return this.#reason;
   }
 
   get policy(): string | undefined {
@@ -131,13 +179,22 @@ export class RequestTimeoutContext implements RequestTimeout, DeadlineEntry {
     this.current = this.#disabled ? undefined : (this.#route ?? this.#named ?? this.engine.defaultPolicy);
     this.engine.unschedule(this);
     this.deadline = this.current === undefined ? Number.POSITIVE_INFINITY : this.start + this.current.ms;
+    this.due = this.deadline;
     if (this.current !== undefined) this.engine.schedule(this);
   }
 
-  /** The deadline passed (engine). */
-  expire(reason: unknown): void {
+  /** The deadline passed (engine): the signal aborts with a `TimeoutError`. */
+  expire(): void {
     this.state = State.Expired;
-    this.#abort(reason);
+    this.#abort(Aborted.Timeout);
+  }
+
+  /**
+   * The handler gave up after its signal aborted (it rethrew the abort, or the request left a rate limiter's
+   * queue): in the grace, the policy answers now rather than at its end (adapters, the rate limiter).
+   */
+  gaveUp(): void {
+    if (this.state === State.Expired) this.engine.endGrace(this);
   }
 
   /** Floodgate answered or cut the response (engine). */
@@ -159,10 +216,14 @@ export class RequestTimeoutContext implements RequestTimeout, DeadlineEntry {
     if (this.state === State.Running) {
       this.engine.unschedule(this);
       this.state = complete ? State.Finished : State.Disconnected;
-      if (!complete) this.#abort(disconnectReason());
+      if (!complete) this.#abort(Aborted.Disconnect);
     } else if (this.state === State.Expired) {
-      // Complete: an 'abort' listener answered; the engine sees that when it comes to answer.
-      if (!complete) this.state = State.Disconnected;
+      // In the grace: the handler answered (the engine records it now), or the client went away.
+      if (complete) this.engine.endGrace(this);
+      else {
+        this.engine.unschedule(this);
+        this.state = State.Disconnected;
+      }
     } else if (this.state !== State.Finished) {
       // Timed out: only the handler's own end (or promise) says it is done, not the close of our answer.
       return;
@@ -183,9 +244,9 @@ export class RequestTimeoutContext implements RequestTimeout, DeadlineEntry {
     if (callbacks) for (const callback of callbacks) callback();
   }
 
-  #abort(reason: unknown): void {
-    if (this.#reason !== undefined) return;
-    this.#reason = reason;
-    this.#controller?.abort(reason);
+  #abort(why: number): void {
+    if (this.#aborted !== Aborted.No) return;
+    this.#aborted = why;
+    if (this.#controller !== undefined) this.#controller.abort(this.#abortReason());
   }
 }

@@ -11,7 +11,8 @@
 
 /** What a list links: a request's context carries these fields itself. */
 export interface DeadlineEntry {
-  deadline: number;
+  /** When the entry falls due, in `performance.now()` milliseconds. */
+  due: number;
   prevInList: DeadlineEntry | null;
   nextInList: DeadlineEntry | null;
   list: DeadlineList | null;
@@ -33,7 +34,7 @@ export class DeadlineList {
 
   add(entry: DeadlineEntry): void {
     let after = this.tail;
-    while (after !== null && after.deadline > entry.deadline) after = after.prevInList;
+    while (after !== null && after.due > entry.due) after = after.prevInList;
     entry.list = this;
     entry.prevInList = after;
     entry.nextInList = after === null ? this.head : after.nextInList;
@@ -42,7 +43,7 @@ export class DeadlineList {
     if (after === null) this.head = entry;
     else after.nextInList = entry;
     // The timer only ever needs to move earlier; a later head is handled when the timer fires.
-    if (entry.deadline < this.#timerAt) this.#arm(entry.deadline);
+    if (entry.due < this.#timerAt) this.#arm(entry.due);
   }
 
   remove(entry: DeadlineEntry): void {
@@ -69,12 +70,12 @@ export class DeadlineList {
     this.#timerAt = Number.POSITIVE_INFINITY;
     const now = performance.now() + SLACK_MS;
     const expired: DeadlineEntry[] = [];
-    while (this.head !== null && this.head.deadline <= now) {
+    while (this.head !== null && this.head.due <= now) {
       const entry = this.head;
       this.remove(entry);
       expired.push(entry);
     }
-    if (this.head !== null) this.#arm(this.head.deadline);
+    if (this.head !== null) this.#arm(this.head.due);
     if (expired.length > 0) this.#onExpired(expired);
   };
 }

@@ -1,5 +1,5 @@
-import { telemetry } from '../../telemetry.ts';
-import { RequestTimeoutContext } from './context.ts';
+import { type Attributes, telemetry } from '../../telemetry.ts';
+import { RequestTimeoutContext, type TimeoutAdapter, type TimeoutEngine } from './context.ts';
 import { type DeadlineEntry, DeadlineList } from './deadlines.ts';
 import {
   type RequestTimeoutsOptions,
@@ -8,30 +8,25 @@ import {
   type TimeoutInfo,
 } from './options.ts';
 import type { TimeoutPolicy } from './policy.ts';
-import { timeoutReason } from './reasons.ts';
 import { parseRouteSetting, type TimeoutRouteSetting } from './route.ts';
 
-/** How an adapter answers at the deadline. One object per adapter, shared by all its requests. */
-export interface TimeoutAdapter {
-  /**
-   * Called at the deadline, right after the signal's 'abort' listeners ran. Returns `'answered'` if the policy's
-   * response was sent, `'cut'` if a started response was ended early, `'handler'` if the handler had answered
-   * after all (in an 'abort' listener, or in the same millisecond).
-   */
-  expire(context: RequestTimeoutContext): 'answered' | 'cut' | 'handler';
-  /** The route and method of the request, for hooks. Called only on timeouts. */
-  describe(context: RequestTimeoutContext): { route: string | undefined; method: string | undefined };
-}
+export type { TimeoutAdapter } from './context.ts';
 
 /**
  * The framework-neutral timeouts engine: validated policies, the deadline lists, the answer at the deadline,
  * metrics and hooks. Adapters create one per `requestTimeouts(options)` call.
  */
-export class RequestTimeouts {
+export class RequestTimeouts implements TimeoutEngine {
   readonly options: ResolvedOptions;
   readonly defaultPolicy: TimeoutPolicy | undefined;
+  /** Deadlines, one list per duration. */
   readonly #lists = new Map<number, DeadlineList>();
+  /** Ends of graces, one list per grace. */
+  readonly #graces = new Map<number, DeadlineList>();
   readonly #onExpired = (expired: DeadlineEntry[]): void => this.#expire(expired as RequestTimeoutContext[]);
+  readonly #onGraceOver = (over: DeadlineEntry[]): void => {
+    for (const context of over) this.#answer(context as RequestTimeoutContext);
+  };
 
   /** Throws a `TypeError` or `RangeError` naming the option when `options` are invalid. */
   constructor(options?: RequestTimeoutsOptions) {
@@ -48,7 +43,7 @@ export class RequestTimeouts {
   start(adapter: TimeoutAdapter, target: unknown): RequestTimeoutContext {
     const context = new RequestTimeoutContext(this, adapter, target, performance.now());
     if (context.current !== undefined) {
-      context.deadline = context.start + context.current.ms;
+      context.deadline = context.due = context.start + context.current.ms;
       this.schedule(context);
     }
     return context;
@@ -64,18 +59,31 @@ export class RequestTimeouts {
     list.add(context);
   }
 
+  endGrace(context: RequestTimeoutContext): void {
+    this.unschedule(context);
+    this.#answer(context);
+  }
+
   unschedule(context: RequestTimeoutContext): void {
     context.list?.remove(context);
   }
 
   #expire(expired: RequestTimeoutContext[]): void {
     for (const context of expired) {
-      const policy = context.current!;
       // 'abort' listeners run synchronously inside expire(); one that answers keeps its answer. Anything
-      // asynchronous (a catch after an awaited fetch) comes after the policy's answer and is dropped: waiting
-      // for it would let an error handler answer 500 in place of the policy, and would make the deadline vague.
-      context.expire(timeoutReason(policy.name, policy.ms));
-      this.#answer(context);
+      // asynchronous (a catch after an awaited fetch) can answer only within the policy's grace: without one,
+      // waiting for it would let an error handler answer 500 in place of the policy, and make the deadline vague.
+      context.expire();
+      const grace = context.current!.graceMs;
+      if (grace > 0 && context.expired) {
+        context.due = context.deadline + grace;
+        let list = this.#graces.get(grace);
+        if (list === undefined) {
+          list = new DeadlineList(this.#onGraceOver);
+          this.#graces.set(grace, list);
+        }
+        list.add(context);
+      } else this.#answer(context);
     }
   }
 
@@ -87,8 +95,9 @@ export class RequestTimeouts {
     if (result === 'handler') context.markFinished();
     else context.markTimedOut(overran);
     const metrics = telemetry();
-    metrics.requestTimeouts.add(1, { policy: policy.name, result });
-    if (overran) metrics.handlerOverruns.add(1, { policy: policy.name });
+    const base = routeAttributes(context, policy.name);
+    metrics.requestTimeouts.add(1, { ...base, result });
+    if (overran) metrics.handlerOverruns.add(1, base);
     const onTimeout = this.options.onTimeout;
     if (onTimeout) {
       const { route, method } = context.adapter.describe(context);
@@ -101,13 +110,19 @@ export class RequestTimeouts {
   reportOverrun(context: RequestTimeoutContext): void {
     const policy = context.current!.name;
     const overrunMs = Math.max(0, context.doneAt - context.deadline);
-    telemetry().overrunDuration.record(overrunMs, { policy });
+    telemetry().overrunDuration.record(overrunMs / 1000, routeAttributes(context, policy));
     const onOverrun = this.options.onOverrun;
     if (onOverrun) {
       const { route, method } = context.adapter.describe(context);
       callHook(onOverrun, { policy, route, method, overrunMs });
     }
   }
+}
+
+// `policy`, and `http.route` when the adapter knows the route's template.
+function routeAttributes(context: RequestTimeoutContext, policy: string): Attributes {
+  const template = context.adapter.template?.(context);
+  return template === undefined ? { policy } : { policy, 'http.route': template };
 }
 
 // A throwing hook must not take the answer (or the process) down with it; it becomes a process warning.

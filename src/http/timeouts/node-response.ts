@@ -60,28 +60,52 @@ export function answerResponse(res: ServerResponse, policy: TimeoutPolicy): 'ans
   return 'answered';
 }
 
-/** Makes `res` swallow every later write without an error (own properties shadow the prototype's methods). */
+/**
+ * Makes `res` swallow every later write without an error. One prototype swap per timed-out response, to a
+ * prototype made once per original prototype (Express gives its responses its own): twelve own properties
+ * shadowing the methods would reshape each response, ~45–60 µs on Express's objects against ~2 µs for the swap.
+ * The price: Express sets a response's prototype again when the request enters or leaves a mounted sub-app, so
+ * writes made after a timed-out request moved between apps are no longer dropped (they fail as writes after the
+ * end do without floodgate, into Express's error handling).
+ */
 export function dropLateWrites(res: ServerResponse): void {
-  const r = res as unknown as Record<string, unknown>;
-  r.writeHead = returnThis;
-  r.setHeader = returnThis;
-  r.setHeaders = returnThis;
-  r.appendHeader = returnThis;
-  r.removeHeader = nothing;
-  r.flushHeaders = nothing;
-  r.writeContinue = nothing;
-  r.writeProcessing = nothing;
-  r.writeEarlyHints = nothing;
-  r.addTrailers = nothing;
-  r.write = droppedWrite;
-  r.end = droppedEnd;
+  const proto = Object.getPrototypeOf(res) as object;
+  if (droppers.has(proto)) return; // already dropping
+  let dropper = dropping.get(proto);
+  if (dropper === undefined) {
+    dropper = Object.create(proto, DROPPED) as object;
+    dropping.set(proto, dropper);
+    droppers.add(dropper);
+  }
+  Object.setPrototypeOf(res, dropper);
 }
+
+/** The dropping prototype made for each original prototype. */
+const dropping = new WeakMap<object, object>();
+/** The dropping prototypes themselves. */
+const droppers = new WeakSet<object>();
 
 function returnThis(this: unknown): unknown {
   return this;
 }
 
 function nothing(): void {}
+
+const method = (value: unknown): PropertyDescriptor => ({ value, writable: true, configurable: true });
+const DROPPED: PropertyDescriptorMap = {
+  writeHead: method(returnThis),
+  setHeader: method(returnThis),
+  setHeaders: method(returnThis),
+  appendHeader: method(returnThis),
+  removeHeader: method(nothing),
+  flushHeaders: method(nothing),
+  writeContinue: method(nothing),
+  writeProcessing: method(nothing),
+  writeEarlyHints: method(nothing),
+  addTrailers: method(nothing),
+  write: method(droppedWrite),
+  end: method(droppedEnd),
+};
 
 function droppedWrite(_chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
   const cb = typeof encoding === 'function' ? encoding : callback;

@@ -11,7 +11,7 @@ export interface TimeoutInfo {
   readonly method: string | undefined;
   /**
    * `'answered'`: the policy's response was sent. `'cut'`: the response had started, so it was ended early.
-   * `'handler'`: an 'abort' listener of the signal answered on its own.
+   * `'handler'`: the handler answered after its signal aborted (in an 'abort' listener, or within the grace).
    */
   readonly result: 'answered' | 'cut' | 'handler';
   /** Whether the handler was still running at the deadline (then {@link RequestTimeoutsOptions.onOverrun} follows). */

@@ -12,6 +12,13 @@ export interface TimeoutPolicyOptions {
   headers?: Record<string, string>;
   /** Body of that answer. Default: the default policy's, else empty. */
   body?: string | Uint8Array;
+  /**
+   * Milliseconds the handler may still answer after its signal aborted (it caught the cancellation and answers a
+   * partial result, say). Its answer within the grace wins; else the policy answers at deadline + grace. A request
+   * still waiting in a rate limiter's queue at the deadline is answered then, without the grace. Default: the
+   * default policy's, else 0.
+   */
+  graceMs?: number;
 }
 
 /** A policy given as a bare duration, or in full. */
@@ -27,6 +34,8 @@ export interface TimeoutPolicy {
   /** Lower-case names, in the order given. */
   readonly headers: ReadonlyArray<readonly [string, string]>;
   readonly body: Buffer;
+  /** Milliseconds after the deadline during which the handler's own answer still wins. */
+  readonly graceMs: number;
 }
 
 /**
@@ -42,7 +51,12 @@ export const TIMEOUT_POLICY_OPTION_NAMES: readonly string[] = [
 ];
 
 /** The answer of a policy that sets nothing: 504, no headers, empty body. */
-const BUILT_IN = { status: 504, headers: [] as Array<readonly [string, string]>, body: Buffer.alloc(0) };
+const BUILT_IN = {
+  status: 504,
+  headers: [] as Array<readonly [string, string]>,
+  body: Buffer.alloc(0),
+  graceMs: 0,
+};
 
 /**
  * Validates `spec` (found at option path `path`) into a {@link TimeoutPolicy}. Response fields the spec leaves out are
@@ -57,11 +71,11 @@ export function buildPolicy(
   const inherited = base ?? BUILT_IN;
   if (typeof spec === 'number' || typeof spec === 'string') {
     const ms = parseDuration(path, spec);
-    return freeze(name, ms, inherited.status, inherited.headers, inherited.body);
+    return freeze(name, ms, inherited.status, inherited.headers, inherited.body, inherited.graceMs);
   }
   if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) {
     throw new TypeError(
-      `${path} must be a duration or an object { timeout, status?, headers?, body? }; got ${describe(spec)}`,
+      `${path} must be a duration or an object { timeout, status?, headers?, body?, graceMs? }; got ${describe(spec)}`,
     );
   }
   rejectUnknown(`requestTimeouts: ${path}`, spec, TIMEOUT_POLICY_OPTION_NAMES);
@@ -79,7 +93,9 @@ export function buildPolicy(
       headers = [...headers, ['content-type', 'text/plain; charset=utf-8']];
     }
   }
-  return freeze(name, ms, status, headers, body);
+  const graceMs =
+    options.graceMs === undefined ? inherited.graceMs : parseGrace(`${path}.graceMs`, options.graceMs);
+  return freeze(name, ms, status, headers, body, graceMs);
 }
 
 function freeze(
@@ -88,8 +104,26 @@ function freeze(
   status: number,
   headers: ReadonlyArray<readonly [string, string]>,
   body: Buffer,
+  graceMs: number,
 ): TimeoutPolicy {
-  return Object.freeze({ name, ms, status, statusMessage: STATUS_CODES[status] ?? '', headers, body });
+  return Object.freeze({
+    name,
+    ms,
+    status,
+    statusMessage: STATUS_CODES[status] ?? '',
+    headers,
+    body,
+    graceMs,
+  });
+}
+
+function parseGrace(path: string, value: unknown): number {
+  if (typeof value !== 'number')
+    throw new TypeError(`${path} must be a number of milliseconds; got ${describe(value)}`);
+  if (!Number.isFinite(value) || value < 0) {
+    throw new RangeError(`${path} must be a finite number of milliseconds ≥ 0; got ${describe(value)}`);
+  }
+  return value;
 }
 
 function parseStatus(path: string, value: unknown): number {

@@ -1,4 +1,4 @@
-import type { RequestTimeout } from './context.ts';
+import type { RequestTimeout, RequestTimeoutContext } from './context.ts';
 
 /**
  * Where a request's timeout lives: a property under a registered symbol on the node request (node:http,
@@ -23,4 +23,13 @@ export function requestTimeoutOf(holder: object | null | undefined): RequestTime
 /** Attaches `timeout` to `holder` (adapters only). */
 export function attachRequestTimeout(holder: object, timeout: RequestTimeout): void {
   (holder as TimeoutHolder)[kRequestTimeout] = timeout;
+}
+
+/**
+ * Tells the request's timeout, if any, that nothing more will come of the handler (it rethrew its abort, or the
+ * request left a rate limiter's queue at the deadline): in a policy's grace, the policy answers now instead of at
+ * its end. Does nothing otherwise.
+ */
+export function timeoutGaveUp(holder: object): void {
+  ((holder as TimeoutHolder)[kRequestTimeout] as RequestTimeoutContext | undefined)?.gaveUp();
 }
