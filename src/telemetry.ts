@@ -55,6 +55,10 @@ export interface Instruments {
   clientCalls: Counter;
   /** Decisions a store could not make in time, answered by `onUnavailable`, by `limiter` name. */
   storeUnavailable: Counter;
+  /** The current limit of adaptive concurrency limiters (up/down by each change: a gauge). */
+  concurrencyLimit: Counter;
+  /** Requests an adaptive concurrency limiter turned away, by `class` and `reason`. */
+  concurrencyShed: Counter;
 }
 
 let instruments: Instruments | undefined;
@@ -75,6 +79,8 @@ export function telemetry(): Instruments {
       overrunDuration: noop,
       clientCalls: noop,
       storeUnavailable: noop,
+      concurrencyLimit: noop,
+      concurrencyShed: noop,
     };
     return instruments;
   }
@@ -96,6 +102,12 @@ export function telemetry(): Instruments {
     clientCalls: meter.createCounter('floodgate.client.calls', { description: 'Outgoing calls by result' }),
     storeUnavailable: meter.createCounter('floodgate.store.unavailable', {
       description: 'Decisions answered by onUnavailable because the store failed or was late',
+    }),
+    concurrencyLimit: meter.createUpDownCounter('floodgate.concurrency.limit', {
+      description: 'The current limit of adaptive concurrency limiters',
+    }),
+    concurrencyShed: meter.createCounter('floodgate.concurrency.shed', {
+      description: 'Requests shed by adaptive concurrency limiters, by class and reason',
     }),
   };
   return instruments;

@@ -1,0 +1,68 @@
+import type { WindowSample } from './limit.ts';
+
+/** Options of {@link MinRttProbe}. */
+export interface ProbeOptions {
+  /** The limit held while the no-load latency is measured. */
+  readonly probeLimit: number;
+  /** Windows measured at `probeLimit` per probe. */
+  readonly probeWindows: number;
+  /** Time between scheduled probes, ms. */
+  readonly probeIntervalMs: number;
+  /** Consecutive congested windows after which a probe starts early: latency did not fall when the limit did. */
+  readonly shiftWindows: number;
+}
+
+/**
+ * The no-load round-trip time, measured as Envoy's adaptive concurrency filter does: pin the limit low for a few
+ * windows and take the least mean latency seen, at start, every `probeIntervalMs`, and early when the latency
+ * stays high although the limit was cut (the dependency itself got slower: a level shift, not queueing).
+ *
+ * Why not an average of all samples (Gradient2's long RTT): that baseline follows the latency up under modest,
+ * steady overload, so the limit creeps upward (Netflix/concurrency-limits #134). A baseline measured at low
+ * concurrency cannot be inflated by the load the limit lets in.
+ */
+export class MinRttProbe {
+  /** The no-load latency, ms; NaN until the first probe has measured it. */
+  baseline = Number.NaN;
+  /** Whether a probe is running (the algorithm must hold `probeLimit`). */
+  probing = true;
+  private best = Number.POSITIVE_INFINITY;
+  private windowsLeft: number;
+  private nextProbeAt = Number.POSITIVE_INFINITY;
+  private congested = 0;
+
+  constructor(readonly options: ProbeOptions) {
+    this.windowsLeft = options.probeWindows;
+  }
+
+  /**
+   * Feeds a window measured while probing; returns true when the probe has just finished (the baseline is set
+   * and the algorithm may restore its limit).
+   */
+  measure(window: WindowSample): boolean {
+    if (window.count > 0) {
+      if (window.avgRttMs < this.best) this.best = window.avgRttMs;
+      this.windowsLeft--;
+    }
+    if (this.windowsLeft > 0) return false;
+    this.baseline = this.best;
+    this.probing = false;
+    this.congested = 0;
+    this.nextProbeAt = window.now + this.options.probeIntervalMs;
+    return true;
+  }
+
+  /** After a normal window: `congested` says the latency was above tolerance. Returns true when a probe starts. */
+  observe(window: WindowSample, congested: boolean): boolean {
+    this.congested = congested ? this.congested + 1 : 0;
+    if (this.congested < this.options.shiftWindows && window.now < this.nextProbeAt) return false;
+    this.start();
+    return true;
+  }
+
+  private start(): void {
+    this.probing = true;
+    this.best = Number.POSITIVE_INFINITY;
+    this.windowsLeft = this.options.probeWindows;
+  }
+}
