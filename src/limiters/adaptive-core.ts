@@ -3,7 +3,7 @@ import type { Limit } from '../algorithms/limits/limit.ts';
 import { type Attributes, telemetry } from '../telemetry.ts';
 import { type CoreOptions, type CoreWaiter, LimiterCore, newWaiter, settle } from './core.ts';
 import type { EventLoopMonitor } from './event-loop.ts';
-import { HeldLease, type Lease, type RejectionReason, type ReleaseOutcome } from './lease.ts';
+import { HeldLease, Lease, type RejectionReason, type ReleaseOutcome } from './lease.ts';
 import { CRITICAL_RANK, className, DEFAULT_RANK, type PriorityClasses } from './priority.ts';
 import { SampleWindow } from './sample-window.ts';
 import { WaitQueue } from './wait-queue.ts';
@@ -133,8 +133,11 @@ export class AdaptiveCore extends LimiterCore {
   }
 
   override commit(slot: number, permits: number, now: number): Lease {
-    if (permits === 0) return super.commit(slot, 0, now);
     const s = this.table.states;
+    if (permits === 0) {
+      const free = Math.max(0, s[slot * 2 + 1] - s[slot * 2]);
+      return new Lease(true, undefined, undefined, s[slot * 2 + 1], free, undefined, this.source);
+    }
     s[slot * 2] += permits;
     this.granted++;
     const held = s[slot * 2];
