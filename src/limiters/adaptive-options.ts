@@ -22,7 +22,7 @@ export interface AdaptiveConcurrencyOptions extends QueueOptions {
   minLimit?: number;
   /** The limit never goes above this; also the most permits one request may ask for. Default 1000. */
   maxLimit?: number;
-  /** The limit is multiplied by this after a window with a dropped lease (0.5–1). Default 0.9. */
+  /** The limit is multiplied by this after a window with a dropped lease (above 0.4, at most 1). Default 0.9. */
   backoffRatio?: number;
   /** Leases are learnt from in windows at least this long. Default 100 ms. */
   window?: Duration;
@@ -124,7 +124,7 @@ export function resolveAdaptive(options: AdaptiveConcurrencyOptions | undefined)
     o.initialLimit === undefined
       ? Math.min(maxLimit, Math.max(minLimit, 20))
       : integer(`${WHERE}: initialLimit`, o.initialLimit, minLimit, maxLimit);
-  const backoffRatio = ratio('backoffRatio', o.backoffRatio, 0.9, 0.5, 1, true);
+  const backoffRatio = ratio('backoffRatio', o.backoffRatio, 0.9, 0.4, 1, true);
   const windowMs = o.window === undefined ? 100 : parseDuration(`${WHERE}: window`, o.window);
   const minSamples = o.minSamples === undefined ? 10 : integer(`${WHERE}: minSamples`, o.minSamples, 1);
   const tolerance = o.tolerance === undefined ? 1.5 : finite('tolerance', o.tolerance, 1, false);

@@ -257,7 +257,7 @@ test('options: bad values and unknown names are rejected naming the option', () 
     () => adaptiveConcurrency({ initalLimit: 5 } as never),
     /unknown option "initalLimit" \(did you mean 'initialLimit'\?\)/,
   );
-  assert.throws(() => adaptiveConcurrency({ backoffRatio: 0.2 }), /backoffRatio must be a number above 0.5/);
+  assert.throws(() => adaptiveConcurrency({ backoffRatio: 0.2 }), /backoffRatio must be a number above 0.4/);
   assert.throws(
     () => adaptiveConcurrency({ algorithm: 'aimd', tolerance: 2 }),
     /tolerance does not apply to algorithm 'aimd'/,

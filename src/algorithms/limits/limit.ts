@@ -33,7 +33,7 @@ export interface LimitBounds {
   readonly initialLimit: number;
   readonly minLimit: number;
   readonly maxLimit: number;
-  /** Multiplier applied to the limit after a window with a dropped lease (0.5–1). */
+  /** Multiplier applied to the limit after a window with a dropped lease (above 0.4, at most 1). */
   readonly backoffRatio: number;
 }
 
