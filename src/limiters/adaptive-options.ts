@@ -28,7 +28,7 @@ export interface AdaptiveConcurrencyOptions extends QueueOptions {
   window?: Duration;
   /** …holding at least this many released leases (or ten windows long). Default 10. */
   minSamples?: number;
-  /** gradient: latency may reach this multiple of the no-load latency before the limit is cut. Default 1.5. */
+  /** gradient: latency may reach this multiple of the no-load latency before the limit is cut. Default 1.25. */
   tolerance?: number;
   /** gradient: the share of each cut applied per window, (0, 1]. Default 0.2. */
   smoothing?: number;
@@ -127,7 +127,7 @@ export function resolveAdaptive(options: AdaptiveConcurrencyOptions | undefined)
   const backoffRatio = ratio('backoffRatio', o.backoffRatio, 0.9, 0.4, 1, true);
   const windowMs = o.window === undefined ? 100 : parseDuration(`${WHERE}: window`, o.window);
   const minSamples = o.minSamples === undefined ? 10 : integer(`${WHERE}: minSamples`, o.minSamples, 1);
-  const tolerance = o.tolerance === undefined ? 1.5 : finite('tolerance', o.tolerance, 1, false);
+  const tolerance = o.tolerance === undefined ? 1.25 : finite('tolerance', o.tolerance, 1, false);
   const smoothing = ratio('smoothing', o.smoothing, 0.2, 0, 1, true);
   const probeLimit =
     o.probeLimit === undefined

@@ -53,7 +53,7 @@ export class GradientLimit implements Limit {
       this.limit += Math.sqrt(this.limit);
     }
     this.limit = clamp(this.limit, o.minLimit, o.maxLimit);
-    if (this.probe.observe(window, congested)) this.limit = this.pin();
+    if (this.probe.observe(window, congested, this.limit)) this.limit = this.pin();
     return this.limit;
   }
 

@@ -30,6 +30,7 @@ export class MinRttProbe {
   private windowsLeft: number;
   private nextProbeAt = Number.POSITIVE_INFINITY;
   private congested = 0;
+  private streakStart = 0;
 
   constructor(readonly options: ProbeOptions) {
     this.windowsLeft = options.probeWindows;
@@ -52,10 +53,18 @@ export class MinRttProbe {
     return true;
   }
 
-  /** After a normal window: `congested` says the latency was above tolerance. Returns true when a probe starts. */
-  observe(window: WindowSample, congested: boolean): boolean {
-    this.congested = congested ? this.congested + 1 : 0;
-    if (this.congested < this.options.shiftWindows && window.now < this.nextProbeAt) return false;
+  /**
+   * After a normal window: `congested` says the latency was above tolerance, `limit` is the limit now. Returns
+   * true when a probe starts: when one is due, or when the latency has stayed above tolerance for
+   * `shiftWindows` windows in a row while the limit fell by a quarter or more (queueing would have drained by
+   * then; a slower dependency does not get faster). An equilibrium that hovers just above tolerance, cutting a
+   * little and growing a little, is not a shift.
+   */
+  observe(window: WindowSample, congested: boolean, limit: number): boolean {
+    if (!congested) this.congested = 0;
+    else if (this.congested++ === 0) this.streakStart = limit;
+    const shifted = this.congested >= this.options.shiftWindows && limit <= this.streakStart * 0.75;
+    if (!shifted && window.now < this.nextProbeAt) return false;
     this.start();
     return true;
   }

@@ -41,7 +41,7 @@ export class VegasLimit implements Limit {
     else if (used && queue <= log) this.limit += 6 * log;
     else if (used && queue < 3 * log) this.limit += log;
     this.limit = clamp(this.limit, o.minLimit, o.maxLimit);
-    if (this.probe.observe(window, congested)) this.limit = this.pin();
+    if (this.probe.observe(window, congested, this.limit)) this.limit = this.pin();
     return this.limit;
   }
 
