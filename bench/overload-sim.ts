@@ -273,6 +273,7 @@ export async function simulate(
     const next = (): void => {
       const rate = traffic.rate(sim.now);
       const gap = rate <= 0 ? 10 : -Math.log(1 - rng()) * (1000 / rate);
+      if (sim.now + gap >= options.durationMs) return; // then every request gets its answer or its timeout
       sim.at(sim.now + gap, () => {
         if (traffic.rate(sim.now) > 0) request(traffic.priority);
         next();
@@ -283,10 +284,10 @@ export async function simulate(
   const sample = (): void => {
     trace.push({ t: sim.now, limit: gate.limit?.() ?? Number.NaN, p99: percentile(recent, 0.99) });
     recent = [];
-    sim.at(sim.now + options.sampleMs, sample);
+    if (sim.now + options.sampleMs <= options.durationMs) sim.at(sim.now + options.sampleMs, sample);
   };
   sim.at(options.sampleMs, sample);
-  await sim.run(options.durationMs, dependency);
+  await sim.run(options.durationMs + options.clientTimeoutMs, dependency);
   return { outcomes, trace };
 }
 

@@ -108,6 +108,7 @@ const p99 = (outcomes: Outcome[]) =>
   );
 const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
 const ms = (x: number) => (Number.isNaN(x) ? '–' : `${x.toFixed(1)} ms`);
+const times = (x: number) => (Number.isNaN(x) ? '–' : `${x.toFixed(2)}×`);
 
 async function run(factory: GateFactory, options: Omit<RunOptions, 'dependency'>, reserve = false) {
   const sim = new Simulation();
@@ -178,7 +179,7 @@ async function main(): Promise<void> {
     rowsA.push([
       r.gate.name,
       pct(okRate(before, 8) / CAPACITY),
-      `${(p99(before) / unloaded).toFixed(2)}×`,
+      times(p99(before) / unloaded),
       ms(
         percentile(
           before.filter((o) => o.result === 'ok').map((o) => o.waitMs),
@@ -186,7 +187,7 @@ async function main(): Promise<void> {
         ),
       ),
       pct(okRate(after, 10) / (CAPACITY / 3)),
-      `${(p99(after) / (3 * unloaded)).toFixed(2)}×`,
+      times(p99(after) / (3 * unloaded)),
       pct(r.outcomes.filter((o) => o.result === 'rejected').length / r.outcomes.length),
       adaptive ? `${convergence(r.trace, STEP, END).toFixed(1)} s` : '–',
       adaptive
@@ -245,7 +246,7 @@ async function main(): Promise<void> {
       pct(critical.filter((o) => o.result === 'ok').length / critical.length),
       pct(spike.filter((o) => o.result === 'ok').length / spike.length),
       ms(percentile(waits, 0.99)),
-      `${(p99(spike) / unloaded).toFixed(2)}×`,
+      times(p99(spike) / unloaded),
       pct(okRate(between(r.outcomes, 5000, 10_000), 5) / CAPACITY),
     ]);
   }
