@@ -1,5 +1,5 @@
-import { clamp, type Limit, type LimitBounds, type WindowSample } from './limit.ts';
-import { MinRttProbe, type ProbeOptions } from './probe.ts';
+import type { LimitBounds, WindowSample } from './limit.ts';
+import { ProbedLimit, type ProbeOptions } from './probe.ts';
 
 /** Options of {@link GradientLimit}. */
 export interface GradientOptions extends LimitBounds, ProbeOptions {
@@ -20,46 +20,21 @@ export interface GradientOptions extends LimitBounds, ProbeOptions {
  * never grows the limit and backs it off by `backoffRatio` (Gradient2 ignores drops, so steady timeouts — a
  * constant latency — grew it to the maximum, #137); dropped leases' times are not latency samples.
  */
-export class GradientLimit implements Limit {
-  limit: number;
-  private readonly probe: MinRttProbe;
-  private saved: number;
-
+export class GradientLimit extends ProbedLimit {
   constructor(readonly options: GradientOptions) {
-    this.limit = options.initialLimit;
-    this.saved = options.initialLimit;
-    this.probe = new MinRttProbe(options);
-    this.limit = this.pin();
+    super(options);
   }
 
-  update(window: WindowSample): number {
+  protected learn(window: WindowSample, baseline: number): boolean {
     const o = this.options;
-    if (this.probe.probing) {
-      if (this.probe.measure(window)) this.limit = this.saved;
-      return this.limit;
-    }
-    if (window.dropped > 0) {
-      this.limit = clamp(this.limit * o.backoffRatio, o.minLimit, o.maxLimit);
-      return this.limit;
-    }
-    if (window.count === 0) return this.limit;
-    const ratio = (o.tolerance * this.probe.baseline) / window.avgRttMs;
-    const congested = ratio < 1;
-    if (congested) {
+    const ratio = (o.tolerance * baseline) / window.avgRttMs;
+    if (ratio < 1) {
       const gradient = Math.max(0.5, ratio);
       const target = this.limit * gradient + Math.sqrt(this.limit);
       this.limit = Math.min(this.limit, this.limit * (1 - o.smoothing) + target * o.smoothing);
-    } else if (window.maxInflight * 2 >= this.limit) {
-      this.limit += Math.sqrt(this.limit);
+      return true;
     }
-    this.limit = clamp(this.limit, o.minLimit, o.maxLimit);
-    if (this.probe.observe(window, congested, this.limit)) this.limit = this.pin();
-    return this.limit;
-  }
-
-  /** Starts holding the probe limit, remembering the limit to come back to. */
-  private pin(): number {
-    this.saved = this.limit;
-    return clamp(this.options.probeLimit, this.options.minLimit, this.options.maxLimit);
+    if (window.maxInflight * 2 >= this.limit) this.limit += Math.sqrt(this.limit);
+    return false;
   }
 }

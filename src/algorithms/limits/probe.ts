@@ -1,4 +1,4 @@
-import type { WindowSample } from './limit.ts';
+import { clamp, type Limit, type LimitBounds, type WindowSample } from './limit.ts';
 
 /** Options of {@link MinRttProbe}. */
 export interface ProbeOptions {
@@ -73,5 +73,48 @@ export class MinRttProbe {
     this.probing = true;
     this.best = Number.POSITIVE_INFINITY;
     this.windowsLeft = this.options.probeWindows;
+  }
+}
+
+/**
+ * A limit learnt against the probed no-load latency (gradient, vegas): probing, drops and empty windows are
+ * handled here; {@link learn} moves the limit on an ordinary window and says whether it was congested.
+ */
+export abstract class ProbedLimit implements Limit {
+  limit: number;
+  protected readonly probe: MinRttProbe;
+  private saved: number;
+
+  constructor(readonly bounds: LimitBounds & ProbeOptions) {
+    this.limit = bounds.initialLimit;
+    this.saved = bounds.initialLimit;
+    this.probe = new MinRttProbe(bounds);
+    this.limit = this.pin();
+  }
+
+  update(window: WindowSample): number {
+    const o = this.bounds;
+    if (this.probe.probing) {
+      if (this.probe.measure(window)) this.limit = this.saved;
+      return this.limit;
+    }
+    if (window.dropped > 0) {
+      this.limit = clamp(this.limit * o.backoffRatio, o.minLimit, o.maxLimit);
+      return this.limit;
+    }
+    if (window.count === 0) return this.limit;
+    const congested = this.learn(window, this.probe.baseline);
+    this.limit = clamp(this.limit, o.minLimit, o.maxLimit);
+    if (this.probe.observe(window, congested, this.limit)) this.limit = this.pin();
+    return this.limit;
+  }
+
+  /** Moves `this.limit` after an ordinary window; returns whether latency was above tolerance. */
+  protected abstract learn(window: WindowSample, baseline: number): boolean;
+
+  /** Starts holding the probe limit, remembering the limit to come back to. */
+  private pin(): number {
+    this.saved = this.limit;
+    return clamp(this.bounds.probeLimit, this.bounds.minLimit, this.bounds.maxLimit);
   }
 }
