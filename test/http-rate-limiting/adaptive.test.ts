@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import { rateLimiting } from '../../src/adapters/node/rate-limiting.ts';
 import { adaptiveConcurrency } from '../../src/index.ts';
 import { manualClock } from '../support/clock.ts';
+import { adapters, get } from './apps.ts';
 
 async function serve(handler: http.RequestListener, run: (base: string) => Promise<void>): Promise<void> {
   const server = http.createServer(handler);
@@ -77,10 +78,37 @@ test('node: 503/504 responses are reported as drops (the limit backs off); 200s 
     hang = true;
     const controller = new AbortController();
     const gone = fetch(base, { signal: controller.signal }).catch(() => undefined);
-    while (global.statistics().inFlight === 0) await new Promise((r) => setImmediate(r));
+    for (let i = 0; i < 10_000 && global.statistics().inFlight === 0; i++)
+      await new Promise((r) => setImmediate(r));
     controller.abort();
     await gone;
-    while (global.statistics().inFlight > 0) await new Promise((r) => setImmediate(r));
+    for (let i = 0; i < 10_000 && global.statistics().inFlight > 0; i++)
+      await new Promise((r) => setImmediate(r));
+    assert.equal(global.statistics().inFlight, 0);
     assert.equal(global.statistics().limit, 5, 'an aborted request is ignored, and its permit comes back');
   });
 });
+
+for (const [adapter, start] of Object.entries(adapters)) {
+  test(`${adapter}: an adaptive global limit admits up to its limit, sheds the rest, and gets every permit back`, async () => {
+    const clock = manualClock(0, false);
+    const global = adaptiveConcurrency({ algorithm: 'aimd', initialLimit: 2, maxLimit: 2, clock });
+    const app = await start({ options: { global }, routes: [{ path: '/' }] });
+    try {
+      const slow = [get(`${app.url}/?delay=150`), get(`${app.url}/?delay=150&throw=1`)];
+      for (let i = 0; i < 400 && global.statistics().inFlight < 2; i++)
+        await new Promise((r) => setTimeout(r, 5));
+      const third = await get(`${app.url}/`);
+      assert.equal(third.status, 429);
+      const answers = await Promise.all(slow);
+      assert.equal(answers[0].status, 200);
+      assert.equal(answers[1].status, 500, 'the throwing handler answers 500');
+      for (let i = 0; i < 400 && global.statistics().inFlight > 0; i++)
+        await new Promise((r) => setTimeout(r, 5));
+      assert.equal(global.statistics().inFlight, 0, 'no permit leaked');
+      assert.equal((await get(`${app.url}/`)).status, 200, 'both permits came back');
+    } finally {
+      await app.close();
+    }
+  });
+}
