@@ -293,7 +293,7 @@ export function rejectUnknown(where: string, options: object, known: readonly st
   for (const name of Object.keys(options)) {
     if (known.includes(name)) continue;
     throw new TypeError(
-      `${where}: unknown option ${JSON.stringify(name)} (did you mean '${closest(name, known)}'?)`,
+      `${where}: unknown option ${JSON.stringify(name)}; did you mean "${closest(name, known)}"?`,
     );
   }
 }

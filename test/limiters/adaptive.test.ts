@@ -255,7 +255,7 @@ test('options: bad values and unknown names are rejected naming the option', () 
   );
   assert.throws(
     () => adaptiveConcurrency({ initalLimit: 5 } as never),
-    /unknown option "initalLimit" \(did you mean 'initialLimit'\?\)/,
+    /adaptiveConcurrency: unknown option "initalLimit"; did you mean "initialLimit"\?/,
   );
   assert.throws(() => adaptiveConcurrency({ backoffRatio: 0.2 }), /backoffRatio must be a number above 0.4/);
   assert.throws(
@@ -271,7 +271,10 @@ test('options: bad values and unknown names are rejected naming the option', () 
     () => adaptiveConcurrency({ classes: { reserve: { critical: 1 } } }),
     /reserve.critical must be a share/,
   );
-  assert.throws(() => adaptiveConcurrency({ classes: { reserv: {} } as never }), /did you mean 'reserve'/);
+  assert.throws(
+    () => adaptiveConcurrency({ classes: { reserv: {} } as never }),
+    /adaptiveConcurrency: classes: unknown option "reserv"; did you mean "reserve"/,
+  );
   assert.throws(
     () => adaptiveConcurrency({ targetDelay: 500 }),
     /targetDelay \(500 ms\) must not be longer than queueInterval/,
