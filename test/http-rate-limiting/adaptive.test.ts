@@ -3,6 +3,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { rateLimiting } from '../../src/adapters/node/rate-limiting.ts';
+import { outcomeOfStatus } from '../../src/http/rate-limiting/engine.ts';
 import { adaptiveConcurrency } from '../../src/index.ts';
 import { manualClock } from '../support/clock.ts';
 import { adapters, get } from './apps.ts';
@@ -112,3 +113,21 @@ for (const [adapter, start] of Object.entries(adapters)) {
     }
   });
 }
+
+test('a finished response tells the limiter: 502, 503, 504 are drops; others successes; an unfinished one nothing', () => {
+  assert.deepEqual(
+    [200, 404, 429, 500, 501, 502, 503, 504, 505].map((status) => outcomeOfStatus(true, status)),
+    [
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      { dropped: true },
+      { dropped: true },
+      { dropped: true },
+      undefined,
+    ],
+  );
+  assert.deepEqual(outcomeOfStatus(false, 200), { ignore: true });
+});
