@@ -1,10 +1,19 @@
+export type { Limit, WindowSample } from './algorithms/limits/limit.ts';
 export type { Replenishment } from './algorithms/token-bucket.ts';
 export { type Duration, parseDuration } from './duration.ts';
+export {
+  type AdaptiveAcquireOptions,
+  AdaptiveConcurrencyLimiter,
+  type AdaptiveStatistics,
+  adaptiveConcurrency,
+} from './limiters/adaptive-concurrency.ts';
+export type { AdaptiveAlgorithm, AdaptiveConcurrencyOptions } from './limiters/adaptive-options.ts';
 export { ChainLimiter, chain } from './limiters/chain.ts';
 export { ConcurrencyLimiter, type ConcurrencyOptions, concurrency } from './limiters/concurrency.ts';
 export type { Clock, QueueOrder } from './limiters/core.ts';
+export type { EventLoopMonitor } from './limiters/event-loop.ts';
 export { FixedWindowLimiter, type FixedWindowOptions, fixedWindow } from './limiters/fixed-window.ts';
-export { ChainLease, Lease, type RejectionReason } from './limiters/lease.ts';
+export { ChainLease, Lease, type RejectionReason, type ReleaseOutcome } from './limiters/lease.ts';
 export type { QueueOptions, TimeOptions } from './limiters/options.ts';
 export {
   type OverflowPolicy,
@@ -12,6 +21,7 @@ export {
   type PartitionedOptions,
   partitioned,
 } from './limiters/partitioned.ts';
+export type { Priority } from './limiters/priority.ts';
 export {
   type AcquireOptions,
   type LimiterSpec,

@@ -74,6 +74,10 @@ export interface Instruments {
   clientRetries: Counter;
   /** Decisions a store could not make in time, answered by `onUnavailable`, by `limiter` name. */
   storeUnavailable: Counter;
+  /** The current limit of adaptive concurrency limiters (up/down by each change: a gauge). */
+  concurrencyLimit: Counter;
+  /** Requests an adaptive concurrency limiter turned away, by `class` and `reason`. */
+  concurrencyShed: Counter;
 }
 
 let instruments: Instruments | undefined;
@@ -96,6 +100,8 @@ export function telemetry(): Instruments {
       clientCalls: noop,
       clientRetries: noop,
       storeUnavailable: noop,
+      concurrencyLimit: noop,
+      concurrencyShed: noop,
     };
     return instruments;
   }
@@ -150,6 +156,14 @@ export function telemetry(): Instruments {
     storeUnavailable: meter.createCounter('floodgate.store.unavailable', {
       unit: '{decision}',
       description: 'Decisions answered by onUnavailable because the store failed or was late',
+    }),
+    concurrencyLimit: meter.createUpDownCounter('floodgate.concurrency.limit', {
+      ...requests,
+      description: 'The current limit of adaptive concurrency limiters',
+    }),
+    concurrencyShed: meter.createCounter('floodgate.concurrency.shed', {
+      ...requests,
+      description: 'Requests shed by adaptive concurrency limiters, by class and reason',
     }),
   };
   return instruments;

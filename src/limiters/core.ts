@@ -1,6 +1,6 @@
 import type { Algorithm } from '../algorithms/algorithm.ts';
 import { MemoryTable } from '../stores/memory-table.ts';
-import { HeldLease, Lease, type PermitOwner, type RejectionReason } from './lease.ts';
+import { HeldLease, Lease, type PermitOwner, type RejectionReason, type ReleaseOutcome } from './lease.ts';
 import { type Waiter, WaitQueue } from './wait-queue.ts';
 
 /** A monotonic clock in milliseconds. */
@@ -267,8 +267,8 @@ export class LimiterCore implements PermitOwner {
     this.arm(now);
   }
 
-  /** A concurrency lease came back. */
-  releasePermits(slot: number, permits: number): void {
+  /** A concurrency lease came back (when it was taken and how its work went matter to adaptive limits only). */
+  releasePermits(slot: number, permits: number, _heldSince?: number, _outcome?: ReleaseOutcome): void {
     this.releases++;
     this.algorithm.give(this.table.states, slot * this.algorithm.width, permits);
     if (this.waiting > 0) this.drain(slot, this.options.clock.now());

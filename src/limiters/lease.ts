@@ -1,3 +1,14 @@
+/**
+ * How the work a lease guarded went, for an adaptive limiter's learning (other limiters ignore it):
+ * `dropped` — it failed in a way that says the dependency is overloaded (a timeout, a 5xx it returned);
+ * `ignore` — say nothing (the round trip measured something else: a cancelled call, a cache hit).
+ * No outcome, or neither flag, is a success whose round-trip time is a latency sample.
+ */
+export interface ReleaseOutcome {
+  dropped?: boolean;
+  ignore?: boolean;
+}
+
 /** Why a lease was not granted. */
 export type RejectionReason = 'limit' | 'queue-full' | 'evicted' | 'overflow' | (string & {});
 
@@ -30,8 +41,11 @@ export class Lease implements Disposable {
     readonly source?: object,
   ) {}
 
-  /** Returns the permits of a concurrency lease; idempotent; a no-op for every other lease. */
-  release(): void {}
+  /**
+   * Returns the permits of a concurrency lease; idempotent; a no-op for every other lease. `outcome` tells an
+   * adaptive limiter how the work went (see {@link ReleaseOutcome}); omitted, it is a success.
+   */
+  release(_outcome?: ReleaseOutcome): void {}
 
   [Symbol.dispose](): void {
     this.release();
@@ -40,7 +54,7 @@ export class Lease implements Disposable {
 
 /** Whoever takes a held lease's permits back. */
 export interface PermitOwner {
-  releasePermits(slot: number, permits: number, heldSince: number): void;
+  releasePermits(slot: number, permits: number, heldSince: number, outcome?: ReleaseOutcome): void;
 }
 
 /** A granted lease that holds permits until released. */
@@ -60,11 +74,11 @@ export class HeldLease extends Lease {
     this.owner = owner;
   }
 
-  override release(): void {
+  override release(outcome?: ReleaseOutcome): void {
     const owner = this.owner;
     if (owner === undefined) return;
     this.owner = undefined;
-    owner.releasePermits(this.slot, this.permits, this.heldSince);
+    owner.releasePermits(this.slot, this.permits, this.heldSince, outcome);
   }
 }
 
@@ -88,7 +102,7 @@ export class ChainLease extends Lease {
     );
   }
 
-  override release(): void {
-    for (const lease of this.members) lease.release();
+  override release(outcome?: ReleaseOutcome): void {
+    for (const lease of this.members) lease.release(outcome);
   }
 }

@@ -205,7 +205,7 @@ export class PartitionedLimiter<R> {
       );
     }
     index = this.cores.length;
-    const core = new LimiterCore(spec.algorithm, spec.options);
+    const core = spec.createCore?.() ?? new LimiterCore(spec.algorithm, spec.options);
     core.source = this;
     this.cores.push(core);
     this.slotKeys.push([]);

@@ -29,6 +29,8 @@ export interface LimiterSpec {
   readonly algorithm: Algorithm;
   readonly options: CoreOptions;
   readonly signature: string;
+  /** @internal Builds the decision engine a partitioned limiter keeps for this spec (default: a `LimiterCore`). */
+  createCore?(): LimiterCore;
 }
 
 /**
@@ -43,9 +45,10 @@ export abstract class RateLimiter implements LimiterSpec {
   protected constructor(
     readonly algorithm: Algorithm,
     readonly options: CoreOptions,
+    core: LimiterCore = new LimiterCore(algorithm, options),
   ) {
     this.signature = `${algorithm.signature}|q${options.queueLimit}:${options.queueOrder}:${options.countRejected ? 1 : 0}`;
-    this.core = new LimiterCore(algorithm, options);
+    this.core = core;
     this.core.source = this;
     this.core.allocate(options.clock.now());
   }

@@ -61,6 +61,11 @@ const cases: Array<[name: string, call: () => unknown, message: string]> = [
     'concurrency: unknown option "queueOrdr"; did you mean "queueOrder"?',
   ],
   [
+    'adaptiveConcurrency',
+    () => core.adaptiveConcurrency(loose({ algorithm: 'vegas', maxLimt: 50 })),
+    'adaptiveConcurrency: unknown option "maxLimt"; did you mean "maxLimit"?',
+  ],
+  [
     'partitioned',
     () => core.partitioned(loose({ key: String, limiter: limiter(), maxPartition: 10 })),
     'partitioned: unknown option "maxPartition"; did you mean "maxPartitions"?',

@@ -10,6 +10,7 @@ import { policies } from './06-policies.ts';
 import { randomKeys } from './07-random-keys.ts';
 import { proxies } from './08-proxies.ts';
 import { timeouts } from './09-timeouts.ts';
+import { adaptiveLimits } from './10-adaptive.ts';
 import type { Chapter } from './chapter.ts';
 import { Tour } from './kit.ts';
 
@@ -24,6 +25,7 @@ export const chapters: readonly Chapter[] = [
   randomKeys,
   proxies,
   timeouts,
+  adaptiveLimits,
 ];
 
 /**

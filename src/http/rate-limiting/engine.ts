@@ -1,5 +1,5 @@
 import { describe } from '../../duration.ts';
-import { ChainLease, Lease } from '../../limiters/lease.ts';
+import { ChainLease, Lease, type ReleaseOutcome } from '../../limiters/lease.ts';
 import { isUnavailableAnswer } from '../../redis/limiters.ts';
 import { telemetry } from '../../telemetry.ts';
 import type { HttpRequest } from '../request.ts';
@@ -170,14 +170,15 @@ export class RateLimiting {
   /**
    * Gives a held lease back (the response finished or the client went away). Idempotent; a no-op for leases
    * that hold nothing, which is why adapters only watch the response when {@link Decision.heldSince} ≥ 0.
+   * `outcome` reaches an adaptive limiter: see {@link outcomeOfStatus}.
    */
-  release(decision: Decision): void {
+  release(decision: Decision, outcome?: ReleaseOutcome): void {
     if (decision.heldSince < 0) return;
     const attributes = decision.route.policyAttributes;
     telemetry().leaseDuration.record((performance.now() - decision.heldSince) / 1000, attributes);
     telemetry().activeLeases.add(-1, attributes);
     decision.heldSince = -1;
-    decision.lease!.release();
+    decision.lease!.release(outcome);
   }
 
   /** The rate-limit header fields for an admitted request. */
@@ -246,6 +247,19 @@ export class RateLimiting {
       body: answer.body,
     };
   }
+}
+
+const DROPPED: ReleaseOutcome = { dropped: true };
+const IGNORED: ReleaseOutcome = { ignore: true };
+
+/**
+ * What a finished response says about the work it guarded, for an adaptive concurrency limiter: 502, 503 and 504
+ * (a dependency failed, was overloaded, or the request timed out) are drops; a response that never finished (the
+ * client went away) measures nothing; anything else is a success whose time is a latency sample.
+ */
+export function outcomeOfStatus(finished: boolean, status: number): ReleaseOutcome | undefined {
+  if (!finished) return IGNORED;
+  return status >= 502 && status <= 504 ? DROPPED : undefined;
 }
 
 /** Whether releasing `lease` gives something back (a concurrency permit), so the response must be watched. */

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HttpRequest } from '../request.ts';
 import { requestTimeoutOf, timeoutGaveUp } from '../timeouts/registry.ts';
-import type { Decision, RateLimiting } from './engine.ts';
+import { type Decision, outcomeOfStatus, type RateLimiting } from './engine.ts';
 import type { Answer } from './response.ts';
 import type { RouteLimits } from './route.ts';
 
@@ -66,7 +66,7 @@ export function holdUntilEnd(engine: RateLimiting, res: ServerResponse, decision
     engine.release(decision);
     return;
   }
-  const release = (): void => engine.release(decision);
+  const release = (): void => engine.release(decision, outcomeOfStatus(res.writableFinished, res.statusCode));
   res.once('close', release);
   res.once('finish', release);
 }

@@ -1,0 +1,388 @@
+import type { AdaptiveConcurrency } from '../algorithms/adaptive-concurrency.ts';
+import type { Limit } from '../algorithms/limits/limit.ts';
+import { type Attributes, telemetry } from '../telemetry.ts';
+import { type CoreOptions, type CoreWaiter, LimiterCore, newWaiter, settle } from './core.ts';
+import type { EventLoopMonitor } from './event-loop.ts';
+import { HeldLease, Lease, type RejectionReason, type ReleaseOutcome } from './lease.ts';
+import { CRITICAL_RANK, className, DEFAULT_RANK, type PriorityClasses } from './priority.ts';
+import { SampleWindow } from './sample-window.ts';
+import { WaitQueue } from './wait-queue.ts';
+
+/** What an adaptive limiter decides with, validated. */
+export interface AdaptiveSettings {
+  readonly createLimit: () => Limit;
+  readonly windowMs: number;
+  readonly minSamples: number;
+  readonly classes: PriorityClasses;
+  readonly targetDelayMs: number;
+  readonly intervalMs: number;
+  /** Samples overlapping a stall it reports are not learnt from; undefined: every sample counts. */
+  readonly monitor: EventLoopMonitor | undefined;
+  /** The brake: above this event-loop delay (ms) or utilisation, only critical requests are admitted. */
+  readonly maxEventLoopDelayMs: number;
+  readonly maxEventLoopUtilization: number;
+  readonly onLimitChange: ((limit: number, previous: number) => void) | undefined;
+}
+
+/** A waiter with its class (a chain's waiters have none: they are `'default'`). */
+interface ClassWaiter extends CoreWaiter {
+  rank?: number;
+}
+
+/** One partition's learning and its queues, one per class present, highest class first. */
+class SlotState {
+  limit: Limit;
+  window: SampleWindow;
+  queues: WaitQueue<ClassWaiter>[] = [];
+  ranks: number[] = [];
+  queuedPermits = 0;
+  waiting = 0;
+  /** When the queue was last empty: a queue not empty for `intervalMs` is standing. */
+  lastEmptyAt: number;
+  timer: ReturnType<typeof setTimeout> | undefined = undefined;
+  timerAt = Number.POSITIVE_INFINITY;
+
+  constructor(settings: AdaptiveSettings, now: number) {
+    this.limit = settings.createLimit();
+    this.window = new SampleWindow(settings.windowMs, settings.minSamples, now);
+    this.lastEmptyAt = now;
+  }
+}
+
+/**
+ * The decision engine of an adaptive concurrency limiter (every partition of one spec shares it). It keeps the
+ * {@link LimiterCore} contract that partitioned limiters and chains use, and replaces the queue: one queue per
+ * class, served highest class first; a class admitted only under its ceiling (what `reserve` leaves it); a
+ * full queue evicting the lowest class first; waiting bounded by queue delay (CoDel as in "Fail at Scale": at
+ * most `intervalMs`, or `targetDelayMs` once the queue has been standing for `intervalMs`, when it also serves
+ * newest first). Released leases feed the slot's {@link Limit}, whose output is written into the state.
+ */
+export class AdaptiveCore extends LimiterCore {
+  declare readonly algorithm: AdaptiveConcurrency;
+  private readonly slots: (SlotState | undefined)[] = [];
+  /** Whether limit changes go to the `floodgate.concurrency.limit` gauge (a plain limiter, not partitions). */
+  gauge = false;
+  readonly gaugeAttributes: Attributes = {};
+
+  constructor(
+    algorithm: AdaptiveConcurrency,
+    options: CoreOptions,
+    readonly settings: AdaptiveSettings,
+  ) {
+    super(algorithm, options);
+  }
+
+  override allocate(now: number): number {
+    const slot = super.allocate(now);
+    const state = new SlotState(this.settings, now);
+    this.slots[slot] = state;
+    this.table.states[slot * 2 + 1] = Math.floor(state.limit.limit);
+    if (this.gauge) telemetry().concurrencyLimit.add(Math.floor(state.limit.limit), this.gaugeAttributes);
+    return slot;
+  }
+
+  /** The limit `slot` admits up to now. */
+  limitOf(slot: number): number {
+    return this.table.states[slot * 2 + 1];
+  }
+
+  /** Permits held in `slot` now. */
+  heldOf(slot: number): number {
+    return this.table.states[slot * 2];
+  }
+
+  override isIdle(slot: number, _now: number): boolean {
+    return this.state(slot).waiting === 0 && this.heldOf(slot) === 0;
+  }
+
+  override peek(slot: number, _now: number): { available: number; queued: number } {
+    return {
+      available: Math.max(0, this.limitOf(slot) - this.heldOf(slot)),
+      queued: this.state(slot).queuedPermits,
+    };
+  }
+
+  override canGrant(slot: number, permits: number, now: number): boolean {
+    return this.canGrantClass(slot, permits, DEFAULT_RANK, now);
+  }
+
+  /**
+   * Whether `permits` of class `rank` could be granted to a new arrival now: held stays within the class's
+   * ceiling, and nobody of this class or higher waits ahead.
+   */
+  canGrantClass(slot: number, permits: number, rank: number, _now: number): boolean {
+    const need = permits === 0 ? 1 : permits;
+    if (this.heldOf(slot) + need > this.settings.classes.ceiling(rank, this.limitOf(slot))) return false;
+    if (permits === 0) return true;
+    const state = this.state(slot);
+    if (state.waiting === 0) return true;
+    for (let i = 0; i < state.ranks.length && state.ranks[i] >= rank; i++) {
+      if (state.queues[i].count > 0) return false;
+    }
+    return true;
+  }
+
+  /** Whether the event-loop brake is on: only critical requests are let in. */
+  braking(rank: number): boolean {
+    const monitor = this.settings.monitor;
+    if (monitor === undefined || rank >= CRITICAL_RANK) return false;
+    return (
+      monitor.delayMs() > this.settings.maxEventLoopDelayMs ||
+      monitor.utilization() > this.settings.maxEventLoopUtilization
+    );
+  }
+
+  override commit(slot: number, permits: number, now: number): Lease {
+    const s = this.table.states;
+    if (permits === 0) {
+      const free = Math.max(0, s[slot * 2 + 1] - s[slot * 2]);
+      return new Lease(true, undefined, undefined, s[slot * 2 + 1], free, undefined, this.source);
+    }
+    s[slot * 2] += permits;
+    this.granted++;
+    const held = s[slot * 2];
+    const window = this.state(slot).window;
+    if (held > window.maxInflight) window.maxInflight = held;
+    const limit = s[slot * 2 + 1];
+    return new HeldLease(limit, Math.max(0, limit - held), permits, this, slot, now, this.source);
+  }
+
+  override reject(slot: number, permits: number, now: number, reason: RejectionReason): Lease {
+    return this.rejectClass(slot, permits, DEFAULT_RANK, now, reason);
+  }
+
+  /** A rejected lease, counted as shed for class `rank`. */
+  rejectClass(slot: number, permits: number, rank: number, now: number, reason: RejectionReason): Lease {
+    if (permits > 0) telemetry().concurrencyShed.add(1, { class: className(rank), reason });
+    return super.reject(slot, permits, now, reason);
+  }
+
+  override tryAcquire(slot: number, permits: number, now: number): Lease {
+    return this.tryAcquireClass(slot, permits, DEFAULT_RANK, now);
+  }
+
+  /** Decides now for class `rank`, never waits. */
+  tryAcquireClass(slot: number, permits: number, rank: number, now: number): Lease {
+    if (this.braking(rank)) return this.rejectClass(slot, permits, rank, now, 'event-loop');
+    if (this.canGrantClass(slot, permits, rank, now)) return this.commit(slot, permits, now);
+    return this.rejectClass(slot, permits, rank, now, 'limit');
+  }
+
+  override acquire(
+    slot: number,
+    permits: number,
+    signal: AbortSignal | undefined,
+    key?: string,
+  ): Promise<Lease> {
+    return this.acquireClass(slot, permits, DEFAULT_RANK, signal, key);
+  }
+
+  /** Grants now for class `rank` if it can, else waits in the class's queue if there is room, else rejects. */
+  acquireClass(
+    slot: number,
+    permits: number,
+    rank: number,
+    signal: AbortSignal | undefined,
+    key?: string,
+  ): Promise<Lease> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const now = this.options.clock.now();
+    if (this.braking(rank))
+      return Promise.resolve(keyed(this.rejectClass(slot, permits, rank, now, 'event-loop'), key));
+    if (this.canGrantClass(slot, permits, rank, now))
+      return Promise.resolve(keyed(this.commit(slot, permits, now), key));
+    return new Promise<Lease>((resolve, reject) => {
+      const waiter: ClassWaiter = newWaiter(permits, now, resolve, reject, signal, undefined);
+      waiter.key = key;
+      waiter.rank = rank;
+      if (!this.enqueue(slot, waiter, now)) {
+        resolve(keyed(this.rejectClass(slot, permits, rank, now, this.fullReason()), key));
+      }
+    });
+  }
+
+  override enqueue(slot: number, waiter: CoreWaiter, now: number): boolean {
+    const state = this.state(slot);
+    const rank = (waiter as ClassWaiter).rank ?? DEFAULT_RANK;
+    const limit = this.options.queueLimit;
+    this.expire(slot, state, now);
+    if ((waiter.permits === 0 ? 1 : waiter.permits) > limit) return false;
+    // Make room by evicting the lowest class below this one, oldest first; within its own class only
+    // newest-first evicts.
+    while (state.queuedPermits + waiter.permits > limit) {
+      const victim = this.victim(state, rank);
+      if (victim === undefined) return false;
+      this.evict(slot, victim, now, 'evicted');
+    }
+    if (state.waiting === 0) state.lastEmptyAt = now;
+    let index = state.ranks.indexOf(rank);
+    if (index < 0) {
+      index = state.ranks.findIndex((r) => r < rank);
+      if (index < 0) index = state.ranks.length;
+      state.ranks.splice(index, 0, rank);
+      state.queues.splice(index, 0, new WaitQueue<ClassWaiter>(slot, this));
+    }
+    state.queues[index].push(waiter as ClassWaiter);
+    state.queuedPermits += waiter.permits;
+    state.waiting++;
+    this.queuedPermits += waiter.permits;
+    this.waiting++;
+    if (waiter.signal && !waiter.onAbort) {
+      const signal = waiter.signal;
+      waiter.onAbort = () => {
+        const current = waiter.queue as WaitQueue<CoreWaiter> | undefined;
+        if (!current) return;
+        const owner = current.owner as LimiterCore;
+        owner.unqueue(current, waiter);
+        waiter.reject(signal.reason);
+        owner.drain(current.slot, owner.options.clock.now());
+      };
+      signal.addEventListener('abort', waiter.onAbort, { once: true });
+    }
+    this.armSlot(slot, state, now);
+    return true;
+  }
+
+  override unqueue(queue: WaitQueue<CoreWaiter>, waiter: CoreWaiter): void {
+    if (waiter.queue !== queue) return;
+    const state = this.state(queue.slot);
+    queue.remove(waiter);
+    state.queuedPermits -= waiter.permits;
+    state.waiting--;
+    this.queuedPermits -= waiter.permits;
+    this.waiting--;
+    if (state.waiting === 0) {
+      state.lastEmptyAt = this.options.clock.now();
+      if (state.timer !== undefined) clearTimeout(state.timer);
+      state.timer = undefined;
+      state.timerAt = Number.POSITIVE_INFINITY;
+    }
+  }
+
+  override drain(slot: number, now: number): void {
+    const state = this.state(slot);
+    this.expire(slot, state, now);
+    const lifo = this.options.queueOrder === 'newest-first' || this.standing(state, now);
+    for (;;) {
+      let queue: WaitQueue<ClassWaiter> | undefined;
+      let rank = DEFAULT_RANK;
+      for (let i = 0; i < state.queues.length; i++) {
+        if (state.queues[i].count > 0) {
+          queue = state.queues[i];
+          rank = state.ranks[i];
+          break;
+        }
+      }
+      if (queue === undefined) break;
+      const waiter = (lifo ? queue.tail : queue.head)!;
+      const need = waiter.permits === 0 ? 1 : waiter.permits;
+      if (this.heldOf(slot) + need > this.settings.classes.ceiling(rank, this.limitOf(slot))) break;
+      if (waiter.admit) {
+        waiter.admit(this, slot, now);
+        if (waiter.queue === queue) break; // still blocked elsewhere
+        continue;
+      }
+      this.unqueue(queue, waiter);
+      settle(waiter);
+      waiter.resolve(keyed(this.commit(slot, waiter.permits, now), waiter.key));
+    }
+    if (state.waiting > 0) this.armSlot(slot, state, now);
+  }
+
+  override releasePermits(slot: number, permits: number, heldSince: number, outcome?: ReleaseOutcome): void {
+    this.releases++;
+    const now = this.options.clock.now();
+    const s = this.table.states;
+    s[slot * 2] -= permits;
+    const state = this.state(slot);
+    const monitor = this.settings.monitor;
+    if (outcome?.ignore !== true && (monitor === undefined || !monitor.stalledSince(heldSince, now))) {
+      state.window.add(now - heldSince, outcome?.dropped === true);
+    }
+    const window = state.window.close(now, s[slot * 2]);
+    if (window !== undefined) {
+      const previous = s[slot * 2 + 1];
+      const next = Math.floor(state.limit.update(window));
+      if (next !== previous) {
+        s[slot * 2 + 1] = next;
+        if (this.gauge) telemetry().concurrencyLimit.add(next - previous, this.gaugeAttributes);
+        this.settings.onLimitChange?.(next, previous);
+      }
+    }
+    if (state.waiting > 0) this.drain(slot, now);
+  }
+
+  private state(slot: number): SlotState {
+    return this.slots[slot]!;
+  }
+
+  private standing(state: SlotState, now: number): boolean {
+    return state.waiting > 0 && now - state.lastEmptyAt > this.settings.intervalMs;
+  }
+
+  /** Rejects waiters past their queue-delay bound ('queue-delay'), oldest first. */
+  private expire(slot: number, state: SlotState, now: number): void {
+    if (state.waiting === 0) return;
+    const bound = this.standing(state, now) ? this.settings.targetDelayMs : this.settings.intervalMs;
+    for (let i = 0; i < state.queues.length; i++) {
+      const queue = state.queues[i];
+      while (queue.head !== undefined && now - queue.head.enqueuedAt > bound) {
+        this.evict(slot, queue.head, now, 'queue-delay');
+      }
+    }
+  }
+
+  private victim(state: SlotState, rank: number): ClassWaiter | undefined {
+    for (let i = state.queues.length - 1; i >= 0; i--) {
+      const r = state.ranks[i];
+      if (r > rank) break;
+      if (r === rank && this.options.queueOrder !== 'newest-first') break;
+      if (state.queues[i].head !== undefined) return state.queues[i].head;
+    }
+    return undefined;
+  }
+
+  /** Takes `waiter` out and answers it with a rejection (a chain's waiter is answered by its own rejection). */
+  private evict(slot: number, waiter: ClassWaiter, now: number, reason: RejectionReason): void {
+    this.unqueue(waiter.queue as WaitQueue<CoreWaiter>, waiter);
+    settle(waiter);
+    waiter.resolve(
+      keyed(this.rejectClass(slot, waiter.permits, waiter.rank ?? DEFAULT_RANK, now, reason), waiter.key),
+    );
+  }
+
+  /** One timer per partition with waiters, at the next moment a waiter passes its queue-delay bound. */
+  private armSlot(slot: number, state: SlotState, now: number): void {
+    let earliest = Number.POSITIVE_INFINITY;
+    const { intervalMs, targetDelayMs } = this.settings;
+    const standingAt = state.lastEmptyAt + intervalMs;
+    for (const queue of state.queues) {
+      const head = queue.head;
+      if (head === undefined) continue;
+      // Bounded by the interval until the queue stands, by the target after.
+      const due = Math.min(
+        head.enqueuedAt + intervalMs,
+        Math.max(standingAt, head.enqueuedAt + targetDelayMs),
+      );
+      if (due < earliest) earliest = due;
+    }
+    if (earliest === state.timerAt) return;
+    if (state.timer !== undefined) clearTimeout(state.timer);
+    state.timer = undefined;
+    state.timerAt = earliest;
+    if (earliest === Number.POSITIVE_INFINITY) return;
+    state.timer = setTimeout(
+      () => {
+        state.timer = undefined;
+        state.timerAt = Number.POSITIVE_INFINITY;
+        this.drain(slot, this.options.clock.now());
+      },
+      Math.max(1, Math.ceil(earliest - now) + 1),
+    );
+  }
+}
+
+function keyed(lease: Lease, key: string | undefined): Lease {
+  lease.key = key;
+  return lease;
+}
