@@ -1,6 +1,7 @@
 import ipaddr from 'ipaddr.js';
 import { describe } from '../duration.ts';
-import type { HttpRequest } from './request.ts';
+import { ownText } from '../limiters/partitioned.ts';
+import { headerOf, peerAddress, type RequestLike, type Shape, shapeOf } from './request.ts';
 
 /** A forwarded header that {@link clientIp} can read. */
 export type ForwardedHeader = 'x-forwarded-for' | 'forwarded';
@@ -66,7 +67,7 @@ const NINE = 57;
  * const key = clientIp({ trustedProxies: ['10.0.0.0/8'] });
  * key(req); // '203.0.113.7'
  */
-export function clientIp(options: ClientIpOptions = {}): (req: HttpRequest) => string {
+export function clientIp(options: ClientIpOptions = {}): (req: RequestLike) => string {
   const { trustedProxies, trustedHops, ipv6Subnet = 64, headers } = options;
   if (!Number.isInteger(ipv6Subnet) || ipv6Subnet < 1 || ipv6Subnet > 128) {
     throw new RangeError(
@@ -95,8 +96,8 @@ export function clientIp(options: ClientIpOptions = {}): (req: HttpRequest) => s
   // and node hands out the same string for every request of a socket.
   let lastPeerText: string | undefined;
   let lastPeer: Parsed | undefined;
-  const peerOf = (req: HttpRequest): Parsed | undefined => {
-    const raw = req.remoteAddress;
+  const peerOf = (req: RequestLike, shape: Shape): Parsed | undefined => {
+    const raw = peerAddress(req, shape);
     if (raw === undefined) return undefined;
     if (raw === lastPeerText) return lastPeer;
     const text = bareAddress(raw);
@@ -107,7 +108,7 @@ export function clientIp(options: ClientIpOptions = {}): (req: HttpRequest) => s
   };
 
   if (trustedProxies === undefined && !trustedHops) {
-    return (req) => peerOf(req)?.key ?? UNKNOWN_CLIENT;
+    return (req) => peerOf(req, shapeOf(req))?.key ?? UNKNOWN_CLIENT;
   }
 
   /** The client named by one forwarded header, walked from the right; the peer's key when it cannot tell. */
@@ -138,11 +139,12 @@ export function clientIp(options: ClientIpOptions = {}): (req: HttpRequest) => s
   };
 
   return (req) => {
-    const peer = peerOf(req);
+    const shape = shapeOf(req);
+    const peer = peerOf(req, shape);
     // The common case: a peer we do not trust, whose headers are never read.
     if (trustedHops === undefined && peer?.trusted !== true) return peer?.key ?? UNKNOWN_CLIENT;
-    const xff = readXff ? req.header('x-forwarded-for') : undefined;
-    const forwarded = readForwarded ? req.header('forwarded') : undefined;
+    const xff = readXff ? headerOf(req, 'x-forwarded-for', shape) : undefined;
+    const forwarded = readForwarded ? headerOf(req, 'forwarded', shape) : undefined;
     if (xff === undefined && forwarded === undefined) return peer?.key ?? UNKNOWN_CLIENT;
     const fromXff = xff === undefined ? undefined : walk(peer, xff, xffAddress);
     const fromForwarded = forwarded === undefined ? undefined : walk(peer, forwarded, forwardedAddress);
@@ -185,7 +187,7 @@ class AddressParser {
   parse(text: string): Parsed | undefined {
     const v4 = parseIPv4(text);
     // Strict four-part decimal is already canonical: the text is the key.
-    if (v4 >= 0) return { key: text, trusted: this.trustsV4(v4) };
+    if (v4 >= 0) return { key: ownText(text), trusted: this.trustsV4(v4) };
     // Parsing IPv6 with ipaddr.js costs microseconds; the same clients come back.
     const cached = this.v6Cache.get(text);
     if (cached !== undefined) return cached;
@@ -198,7 +200,8 @@ class AddressParser {
       parsed = { key: ipv6Key(address, this.ipv6Subnet), trusted: this.trustsV6(address) };
     }
     if (this.v6Cache.size >= IPV6_CACHE_SIZE) this.v6Cache.clear();
-    this.v6Cache.set(text, parsed);
+    // Owned text: the address may be cut from a long forwarded header, which the cache must not keep alive.
+    this.v6Cache.set(ownText(text), parsed);
     return parsed;
   }
 

@@ -1,4 +1,5 @@
 import { describe } from '../duration.ts';
+import { keyFor } from '../limiters/keyed.ts';
 import type { Lease } from '../limiters/lease.ts';
 import type { AcquireOptions, LimiterSpec, Statistics } from '../limiters/rate-limiter.ts';
 import type { Waiting } from './acquire.ts';
@@ -18,8 +19,8 @@ export interface RedisLimiterOptions {
 export interface RedisPartitionedOptions<R> {
   /** The limiter's name, part of every partition's key. */
   name: string;
-  /** The partition key of a resource. */
-  key: (resource: R) => string;
+  /** The partition key of a resource. Under `rateLimiting` it may return a promise, which is awaited. */
+  key: (resource: R) => string | PromiseLike<string>;
   /** The limiter every partition is built from, or one per key (tiers). */
   limiter: LimiterSpec | ((key: string) => LimiterSpec);
   /**
@@ -110,7 +111,7 @@ export class RedisPartitionedLimiter<R> implements Owner {
   rejected = 0;
   readonly name: string;
   /** The partition key of a resource: the `key` option. */
-  readonly keyOf: (resource: R) => string;
+  readonly keyOf: (resource: R) => string | PromiseLike<string>;
   private readonly specOf: (key: string) => LimiterSpec;
   /** The spec every partition is built from, or undefined when it is chosen per key (tiers). */
   readonly spec: LimiterSpec | undefined;
@@ -180,7 +181,7 @@ export class RedisPartitionedLimiter<R> implements Owner {
 
   /** @internal The member bound to `resource`'s partition, and the partition key. */
   bind(resource: R): { member: BoundMember; partKey: string } {
-    const partKey = this.keyOf(resource);
+    const partKey = keyFor(this, resource);
     return { member: this.member(partKey), partKey };
   }
 
@@ -205,7 +206,7 @@ export class RedisPartitionedLimiter<R> implements Owner {
   }
 
   private binding(resource: R): Binding {
-    const partKey = this.keyOf(resource);
+    const partKey = keyFor(this, resource);
     return { members: [this.member(partKey)], partKey, chain: false };
   }
 }

@@ -29,6 +29,22 @@ export interface AppSpec {
   routes: RouteSpec[];
   /** Register routes before the rate-limiting middleware/plugin (ordering must not matter). */
   routesFirst?: boolean;
+  /**
+   * An auth middleware/hook before the limiter: a request with `x-user: name` gets a user the framework's way —
+   * `req.user` (node, Express), `request.user` (Fastify), `c.set('user')` (Hono) — as `{ id: name }`.
+   */
+  auth?: boolean;
+}
+
+/** The user the auth middleware of {@link AppSpec.auth} set, read the framework's way, whatever the adapter. */
+export function userOf(req: unknown): { id: string } | undefined {
+  const r = req as { user?: { id: string }; get?: (name: string) => unknown; req?: unknown };
+  if (r.req !== undefined && typeof r.get === 'function') return r.get('user') as { id: string } | undefined;
+  return r.user;
+}
+
+function authenticate(header: string | string[] | undefined): { id: string } | undefined {
+  return typeof header === 'string' ? { id: header } : undefined;
 }
 
 export interface Running {
@@ -85,7 +101,12 @@ const node: Start = async (spec) => {
     res.statusCode = 404;
     res.end();
   });
-  return listen(http.createServer((req, res) => (routes.get(pathOf(req.url)) ?? notFound)(req, res)));
+  return listen(
+    http.createServer((req, res) => {
+      if (spec.auth) (req as IncomingMessage & { user?: unknown }).user = authenticate(req.headers['x-user']);
+      (routes.get(pathOf(req.url)) ?? notFound)(req, res);
+    }),
+  );
 };
 
 function expressApp(factory: typeof express | typeof express4): Start {
@@ -102,6 +123,12 @@ function expressApp(factory: typeof express | typeof express4): Start {
         else app.get(route.path, limiter.requirePolicy(route.limit as string), handler);
       }
     };
+    if (spec.auth) {
+      app.use((req: express.Request & { user?: unknown }, _res, next) => {
+        req.user = authenticate(req.headers['x-user']);
+        next();
+      });
+    }
     if (spec.routesFirst) addRoutes();
     app.use(limiter);
     if (!spec.routesFirst) addRoutes();
@@ -124,6 +151,11 @@ const fastify: Start = async (spec) => {
       );
     }
   };
+  if (spec.auth) {
+    app.addHook('onRequest', async (request) => {
+      (request as typeof request & { user?: unknown }).user = authenticate(request.headers['x-user']);
+    });
+  }
   if (spec.routesFirst) addRoutes();
   await app.register(fastifyRateLimiting, spec.options);
   if (!spec.routesFirst) addRoutes();
@@ -142,6 +174,12 @@ const hono: Start = async (spec) => {
       else app.get(route.path, limiter.requirePolicy(route.limit as string), handler);
     }
   };
+  if (spec.auth) {
+    app.use(async (c, next) => {
+      c.set('user' as never, authenticate(c.req.header('x-user')) as never);
+      await next();
+    });
+  }
   if (spec.routesFirst) addRoutes();
   app.use(limiter);
   if (!spec.routesFirst) addRoutes();
@@ -167,6 +205,27 @@ export const adapters: Record<string, Start> = {
   fastify,
   hono,
 };
+
+/** A GET from a given local address (127.0.0.2 is another client of a server on 127.0.0.1), on a fresh connection. */
+export function getFrom(
+  url: string,
+  localAddress: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const request = http.get(url, { localAddress, headers, agent: false }, (response) => {
+      let body = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      response.on('end', () =>
+        resolve({ status: response.statusCode ?? 0, headers: response.headers, body }),
+      );
+    });
+    request.on('error', reject);
+  });
+}
 
 /** A GET with a fresh connection per request, so nothing is shared between requests but the server. */
 export async function get(

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { clientIp } from '../../src/http/client-ip.ts';
+import { headerValue } from '../../src/http/keys.ts';
 import { concurrency, fixedWindow, partitioned, slidingWindow, tokenBucket } from '../../src/index.ts';
 import { type AppSpec, adapters, get } from './apps.ts';
 
@@ -20,6 +21,7 @@ type Scenario = {
 };
 
 const byClient = clientIp();
+const boom = headerValue('x-boom');
 
 const scenarios: Scenario[] = [
   {
@@ -295,8 +297,8 @@ const scenarios: Scenario[] = [
     name: 'a key function that throws fails that request, not the server',
     spec: () => {
       const global = partitioned({
-        key: (req: import('../../src/http/request.ts').HttpRequest) => {
-          if (req.header('x-boom') !== undefined) throw new Error('bad key');
+        key: (req: import('../../src/http/request.ts').RequestLike) => {
+          if (boom(req) !== undefined) throw new Error('bad key');
           return 'k';
         },
         limiter: fixedWindow({ permitLimit: 10, window: '1m' }),

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Request, Response } from 'express';
 import { RateLimiting } from '../../http/rate-limiting/engine.ts';
 import { decideAndContinue } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
@@ -15,13 +16,20 @@ export type {
   RouteLimit,
 } from '../../http/rate-limiting/options.ts';
 
+/**
+ * Options of the Express `rateLimiting()`: every hook (a partitioned limiter's `key`, `onRejected`) sees Express's
+ * `Request` and `Response`, with the application's own augmentation (`declare global { namespace Express {
+ * interface Request { user?: User } } }`).
+ */
+export type ExpressRateLimitingOptions<Req = Request, Res = Response> = RateLimitingOptions<Req, Res>;
+
 /** The app-level middleware and its route markers. Created by {@link rateLimiting}. */
-export interface ExpressRateLimiting extends ExpressMiddleware {
+export interface ExpressRateLimiting<Req = Request, Res = Response> extends ExpressMiddleware {
   /**
    * A route marker: this route is limited by the global limiter and the named policy (or an inline one), as one
    * all-or-nothing chain. The name is checked now, so a typo fails at startup.
    */
-  requirePolicy(policy: string | Exclude<RouteLimit, string | false>): ExpressMiddleware;
+  requirePolicy(policy: string | Exclude<RouteLimit<Req, Res>, string | false>): ExpressMiddleware;
   /** A route marker: no rate limiting on this route, not even the global limiter. */
   noRateLimit(): ExpressMiddleware;
   /** The engine behind this middleware. */
@@ -53,10 +61,8 @@ type DecidedRequest = IncomingMessage & { [kDecided]?: RouteLimits };
  * app.get('/health', limiter.noRateLimit(), health);
  * ```
  */
-export function rateLimiting(
-  options?: RateLimitingOptions<IncomingMessage, ServerResponse>,
-): ExpressRateLimiting {
-  const engine = new RateLimiting(options as RateLimitingOptions);
+export function rateLimiting(options?: ExpressRateLimitingOptions): ExpressRateLimiting {
+  const engine = new RateLimiting(options);
   let markers = 0;
 
   const decide = (
@@ -111,8 +117,9 @@ export function rateLimiting(
     return handle;
   };
 
-  const requirePolicy = (policy: string | Exclude<RouteLimit, string | false>): ExpressMiddleware =>
-    marker(engine.requiredRoute(policy));
+  const requirePolicy = (
+    policy: string | Exclude<RouteLimit<Request, Response>, string | false>,
+  ): ExpressMiddleware => marker(engine.requiredRoute(policy));
   const noRateLimit = (): ExpressMiddleware => marker(engine.disabledRoute);
 
   return Object.assign(middleware, { requirePolicy, noRateLimit, engine });

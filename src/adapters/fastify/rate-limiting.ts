@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { RateLimiting } from '../../http/rate-limiting/engine.ts';
-import { decideOnNode, type NodeAnswers, NodeRequestView } from '../../http/rate-limiting/node-http.ts';
+import { decideOnNode, type NodeAnswers } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { Answer } from '../../http/rate-limiting/response.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
@@ -100,8 +100,7 @@ export function rateLimiting(
       next();
       return;
     }
-    const view = new NodeRequestView(request.raw, reply.raw);
-    decideOnNode(engine, limits, view, request, reply, replyAnswers, next as (error?: unknown) => void);
+    decideOnNode(engine, limits, request, reply, reply.raw, replyAnswers, next as (error?: unknown) => void);
   });
 
   done();

@@ -15,8 +15,14 @@ export type {
   RouteLimit,
 } from '../../http/rate-limiting/options.ts';
 
-/** Options of the node:http `rateLimiting()`: `onRejected` sees the `IncomingMessage` and `ServerResponse`. */
-export type NodeRateLimitingOptions = RateLimitingOptions<IncomingMessage, ServerResponse>;
+/**
+ * Options of the node:http `rateLimiting()`: every hook (a partitioned limiter's `key`, `onRejected`) sees the
+ * `IncomingMessage` and `ServerResponse` (or your subtypes: `rateLimiting<MyRequest>()`).
+ */
+export type NodeRateLimitingOptions<
+  Req extends IncomingMessage = IncomingMessage,
+  Res extends ServerResponse = ServerResponse,
+> = RateLimitingOptions<Req, Res>;
 
 /** Wraps node:http handlers with rate limiting. Created by {@link rateLimiting}. */
 export interface NodeRateLimiting {
@@ -54,8 +60,13 @@ type Marked = IncomingMessage & { [kDecided]?: RouteLimits };
  * http.createServer(limit(router));            // or per route: limit(searchHandler, 'search')
  * ```
  */
+export function rateLimiting(options?: NodeRateLimitingOptions): NodeRateLimiting;
+/** With your request type (`rateLimiting<AuthedRequest>(…)`), hooks see it. */
+export function rateLimiting<Req extends IncomingMessage, Res extends ServerResponse = ServerResponse>(
+  options?: NodeRateLimitingOptions<Req, Res>,
+): NodeRateLimiting;
 export function rateLimiting(options?: NodeRateLimitingOptions): NodeRateLimiting {
-  const engine = new RateLimiting(options as RateLimitingOptions);
+  const engine = new RateLimiting(options);
 
   const gate = (
     route: RouteLimits,

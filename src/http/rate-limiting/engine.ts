@@ -1,8 +1,8 @@
 import { describe } from '../../duration.ts';
+import { KeyedResource } from '../../limiters/keyed.ts';
 import { ChainLease, Lease } from '../../limiters/lease.ts';
 import { isUnavailableAnswer } from '../../redis/limiters.ts';
 import { telemetry } from '../../telemetry.ts';
-import type { HttpRequest } from '../request.ts';
 import {
   buildPolicy,
   type RateLimitingOptions,
@@ -24,6 +24,8 @@ export class Decision {
     /** The lease, or undefined when the route is not limited or the request was canceled. */
     readonly lease: Lease | undefined,
     readonly result: Result,
+    /** The keys the request was decided with (each key function ran once), or undefined when none is partitioned. */
+    readonly resource: KeyedResource | undefined = undefined,
   ) {}
 
   /** Which limiter rejected: `'global'`, `'endpoint'`, or `'store'` when the Redis store's `onUnavailable` did. */
@@ -46,7 +48,8 @@ export class RateLimiting {
   readonly #named = new Map<string, RouteLimits>();
 
   /** Throws a `TypeError`/`RangeError` naming the option when `options` are invalid. */
-  constructor(options?: RateLimitingOptions) {
+  // biome-ignore lint/suspicious/noExplicitAny: adapters type the request; the engine takes any
+  constructor(options?: RateLimitingOptions<any, any>) {
     this.options = resolveOptions(options as RateLimitingOptions);
     this.defaultRoute = this.#own(new RouteLimits(this.options.global, undefined, this.options.onRejected));
     this.disabledRoute = this.#own(new RouteLimits(undefined, undefined, undefined));
@@ -95,23 +98,60 @@ export class RateLimiting {
   }
 
   /**
-   * Decides for one request. Without a queue anywhere in the chain (or in dry-run mode, which never holds a
-   * request) the answer is synchronous. `signal(req)` is asked for only when the request may wait (a function
-   * made once, so deciding allocates no closure): it should abort when the client goes away or the request
-   * times out, which takes the request out of the queue at once.
+   * Decides for one request. Each partitioned member's key function runs here, exactly once; an async one is
+   * awaited (then the decision is a Promise). Without a queue anywhere in the chain (or in dry-run mode, which
+   * never holds a request) and with synchronous keys the answer is synchronous. `signal(context)` is asked for
+   * only when the request may wait (a function made once, so deciding allocates no closure): it should abort
+   * when the client goes away or the request times out, which takes the request out of the queue at once.
    * A route on a Redis store is always decided asynchronously (one round trip); memory routes never wait for it.
+   * A key function that throws makes this throw (or reject): nothing is charged.
    */
-  decide<R extends HttpRequest>(
-    req: R,
+  decide<C>(
+    req: unknown,
     route: RouteLimits,
-    signal: (req: R) => AbortSignal | undefined,
+    signal: (context: C) => AbortSignal | undefined,
+    context: C,
   ): Decision | Promise<Decision> {
     if (route.unlimited) return new Decision(route, undefined, 'acquired');
+    if (!route.keyed) return this.#decideKeyed(undefined, route, signal, context);
+    const keyOfs = route.keyOfs;
+    const keys: unknown[] = new Array(keyOfs.length);
+    let pending = false;
+    for (let i = 0; i < keyOfs.length; i++) {
+      const keyOf = keyOfs[i];
+      if (keyOf === undefined) continue;
+      // The same function on two members (one clientIp() for global and policy) gives one key.
+      const key = i > 0 && keyOf === keyOfs[i - 1] ? keys[i - 1] : keyOf(req);
+      if (typeof key !== 'string' && isThenable(key)) pending = true;
+      keys[i] = key;
+    }
+    if (!pending) {
+      const resource = new KeyedResource(route.members, keys as (string | undefined)[]);
+      return this.#decideKeyed(resource, route, signal, context);
+    }
+    return Promise.all(keys).then((awaited) =>
+      this.#decideKeyed(
+        new KeyedResource(route.members, awaited as (string | undefined)[]),
+        route,
+        signal,
+        context,
+      ),
+    );
+  }
+
+  #decideKeyed<C>(
+    resource: KeyedResource | undefined,
+    route: RouteLimits,
+    signal: (context: C) => AbortSignal | undefined,
+    context: C,
+  ): Decision | Promise<Decision> {
     const remote = route.remote;
     if (remote !== undefined && (!route.mayQueue || this.options.dryRun)) {
-      return remote.tryAcquire(req).then((lease) => this.#decided(route, lease));
+      return remote.tryAcquire(resource).then((lease) => this.#decided(route, lease, resource));
     }
-    if (!route.mayQueue || this.options.dryRun) return this.#decided(route, route.tryAcquire(req));
+    if (!route.mayQueue || this.options.dryRun) {
+      return this.#decided(route, route.tryAcquire(resource), resource);
+    }
     const instruments = telemetry();
     const attributes = route.attributes.acquired;
     const started = performance.now();
@@ -119,8 +159,8 @@ export class RateLimiting {
     let waiting: Promise<Lease>;
     let abort: AbortSignal | undefined;
     try {
-      abort = signal(req);
-      waiting = route.acquire(req, abort);
+      abort = signal(context);
+      waiting = route.acquire(resource, abort);
     } catch (error) {
       waiting = Promise.reject(error);
     }
@@ -128,19 +168,19 @@ export class RateLimiting {
       (lease) => {
         instruments.queuedRequests.add(-1, attributes);
         instruments.timeInQueue.record(performance.now() - started, attributes);
-        return this.#decided(route, lease);
+        return this.#decided(route, lease, resource);
       },
       (error: unknown) => {
         instruments.queuedRequests.add(-1, attributes);
         // Only our own signal cancels; anything else is a failure the framework should see.
         if (abort === undefined || !abort.aborted || error !== abort.reason) throw error;
         instruments.requests.add(1, route.attributes.canceled);
-        return new Decision(route, undefined, 'canceled');
+        return new Decision(route, undefined, 'canceled', resource);
       },
     );
   }
 
-  #decided(route: RouteLimits, lease: Lease): Decision {
+  #decided(route: RouteLimits, lease: Lease, resource: KeyedResource | undefined): Decision {
     let result: Result;
     // Only a route on a Redis store can be answered by its onUnavailable (granted or not).
     if (route.remote !== undefined && isUnavailableAnswer(lease)) result = 'store_unavailable';
@@ -153,7 +193,7 @@ export class RateLimiting {
     const attributes = this.options.dryRun ? route.dryRunAttributes : route.attributes;
     telemetry().requests.add(1, attributes[result]);
     if (route.partitioned.length > 0) countPartitions(route);
-    const decision = new Decision(route, lease, result);
+    const decision = new Decision(route, lease, result, resource);
     if (lease.granted && holdsPermits(lease)) {
       decision.heldSince = performance.now();
       telemetry().activeLeases.add(1, route.attributes.acquired);
@@ -175,33 +215,28 @@ export class RateLimiting {
   }
 
   /** The rate-limit header fields for an admitted request. */
-  headers(req: HttpRequest, decision: Decision): Array<[string, string]> {
+  headers(decision: Decision): Array<[string, string]> {
     // An onUnavailable answer knows nothing of the limiters' state.
     if (decision.lease === undefined || decision.result === 'store_unavailable') return [];
-    return limitHeaders(this.options, decision.route, req, decision.lease);
+    return limitHeaders(this.options, decision.route, decision.resource, decision.lease);
   }
 
   /**
    * Hands the rate-limit header fields of an admitted request to `set(target, name, value)`, one call per field
    * and no array: what adapters use on every request (`target` is the response, `set` a function made once).
    */
-  setHeaders<T>(
-    req: HttpRequest,
-    decision: Decision,
-    target: T,
-    set: (target: T, name: string, value: string) => void,
-  ): void {
+  setHeaders<T>(decision: Decision, target: T, set: (target: T, name: string, value: string) => void): void {
     if (decision.lease === undefined || decision.result === 'store_unavailable') return;
-    setLimitHeaders(this.options, decision.route, req, decision.lease, target, set);
+    setLimitHeaders(this.options, decision.route, decision.resource, decision.lease, target, set);
   }
 
   /** The rejection floodgate sends when no `onRejected` hook applies. */
-  rejection(req: HttpRequest, decision: Decision): Answer {
+  rejection(decision: Decision): Answer {
     const unavailable = decision.result === 'store_unavailable';
     return rejection(
       this.options,
       decision.route,
-      req,
+      decision.resource,
       decision.lease!,
       decision.route.policy?.name,
       unavailable,
@@ -209,19 +244,14 @@ export class RateLimiting {
   }
 
   /** The context `onRejected` sees, with the answer floodgate will send unless the hook sends its own. */
-  rejectedContext<Req, Res>(
-    req: HttpRequest,
-    decision: Decision,
-    request: Req,
-    response: Res,
-  ): RejectedContext<Req, Res> {
+  rejectedContext<Req, Res>(decision: Decision, request: Req, response: Res): RejectedContext<Req, Res> {
     const route = decision.route;
     const lease = decision.lease!;
     const policy = route.policy?.name;
     const answer = rejection(
       this.options,
       route,
-      req,
+      decision.resource,
       lease,
       policy,
       decision.result === 'store_unavailable',
@@ -240,6 +270,10 @@ export class RateLimiting {
       body: answer.body,
     };
   }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }
 
 /** Whether releasing `lease` gives something back (a concurrency permit), so the response must be watched. */

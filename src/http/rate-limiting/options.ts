@@ -19,17 +19,16 @@ import type { HttpRequest } from '../request.ts';
  * in memory, or on a Redis store (`store.limiter(...)`, `store.partitioned(...)`, `store.chain(...)`) for a
  * limit shared by every instance. The limiters of one route (global and policy) must all be on one store.
  */
-export type HttpLimiter =
+// biome-ignore lint/suspicious/noExplicitAny: untyped uses accept limiters keyed by any request type
+export type HttpLimiter<Req = any> =
   | RateLimiter
-  // biome-ignore lint/suspicious/noExplicitAny: partitioned limiters key the HttpRequest view, typed loosely by users
-  | PartitionedLimiter<any>
-  // biome-ignore lint/suspicious/noExplicitAny: see above
-  | ChainLimiter<any>
+  | PartitionedLimiter<Req>
+  | ChainLimiter<Req>
+  | ChainLimiter<void>
   | RedisLimiter
-  // biome-ignore lint/suspicious/noExplicitAny: see above
-  | RedisPartitionedLimiter<any>
-  // biome-ignore lint/suspicious/noExplicitAny: see above
-  | RedisChainLimiter<any>;
+  | RedisPartitionedLimiter<Req>
+  | RedisChainLimiter<Req>
+  | RedisChainLimiter<void>;
 
 /**
  * Which limiter of the chain said no: the global limiter, the route's policy, or `'store'` when the Redis store
@@ -69,8 +68,11 @@ export type OnRejected<Req = any, Res = any> = (context: RejectedContext<Req, Re
 
 /** A named or inline policy with its own options. */
 export interface RateLimitPolicyOptions<Req = unknown, Res = unknown> {
-  /** The limiter. A plain limiter is one bucket for every route using the policy; partition it to split. */
-  limiter: HttpLimiter;
+  /**
+   * The limiter. A plain limiter is one bucket for every route using the policy; partition it to split. A
+   * partitioned limiter's key function receives the framework's request (see {@link RateLimitingOptions}).
+   */
+  limiter: HttpLimiter<Req>;
   /** Called when this policy (or the global limiter, on its routes) rejects. Default: the global `onRejected`. */
   onRejected?: OnRejected<Req, Res>;
   /** The name reported in headers and metrics, for an inline policy. Default `'route'`. */
@@ -78,15 +80,22 @@ export interface RateLimitPolicyOptions<Req = unknown, Res = unknown> {
 }
 
 /** A policy: a limiter, or a limiter with options. */
-export type RateLimitPolicy<Req = unknown, Res = unknown> = HttpLimiter | RateLimitPolicyOptions<Req, Res>;
+export type RateLimitPolicy<Req = unknown, Res = unknown> =
+  | HttpLimiter<Req>
+  | RateLimitPolicyOptions<Req, Res>;
 
 /** How a route is limited: by a named policy, an inline one, or not at all (`false`). */
 export type RouteLimit<Req = unknown, Res = unknown> = string | false | RateLimitPolicy<Req, Res>;
 
-/** Options of `rateLimiting()` in every adapter. */
+/**
+ * Options of `rateLimiting()` in every adapter. Every hook — a partitioned limiter's `key`, `onRejected` —
+ * receives the framework's own objects: `Req` is node's `IncomingMessage`, Express's `Request`, Fastify's
+ * `FastifyRequest`, Hono's `Context`; `Res` the matching response (`ServerResponse`, Express `Response`, Fastify
+ * `FastifyReply`, Hono `Context`).
+ */
 export interface RateLimitingOptions<Req = unknown, Res = unknown> {
   /** The limiter every request goes through (typically `partitioned` by `clientIp()`), chained with route policies. */
-  global?: HttpLimiter;
+  global?: HttpLimiter<Req>;
   /** Policies that routes name. An unknown name fails when the route is declared. */
   policies?: Record<string, RateLimitPolicy<Req, Res>>;
   /** Called for every rejection a policy without its own hook makes. */

@@ -3,7 +3,6 @@ import type { Lease } from '../../limiters/lease.ts';
 import { PartitionedLimiter } from '../../limiters/partitioned.ts';
 import { RateLimiter } from '../../limiters/rate-limiter.ts';
 import type { Attributes } from '../../telemetry.ts';
-import type { HttpRequest } from '../request.ts';
 import { MemberInfo } from './member-info.ts';
 import { GLOBAL, type Member, type OnRejected, type Policy } from './options.ts';
 import { checkOneStore, isRemote, type RemoteDecider, remoteDecider } from './stores.ts';
@@ -52,10 +51,17 @@ export class RouteLimits {
   readonly attributes: Readonly<Record<Result, Attributes>>;
   readonly dryRunAttributes: Readonly<Record<Result, Attributes>>;
   readonly onRejected: OnRejected | undefined;
-  /** Decides now for `req`; never waits. Memory limiters only: a route on a Redis store uses {@link remote}. */
-  readonly tryAcquire: (req: HttpRequest) => Lease;
-  /** Decides for `req`, waiting in a queue when a member has one. */
-  readonly acquire: (req: HttpRequest, signal: AbortSignal | undefined) => Promise<Lease>;
+  /**
+   * Each member's key function (undefined for a plain limiter), called once per request by the engine, which
+   * hands the limiters the keys it got (a `KeyedResource`) rather than the request.
+   */
+  readonly keyOfs: readonly (((req: unknown) => unknown) | undefined)[];
+  /** Whether a member is partitioned (then requests are keyed before deciding). */
+  readonly keyed: boolean;
+  /** Decides now for a keyed request; never waits. Memory limiters only: a route on a Redis store uses {@link remote}. */
+  readonly tryAcquire: (resource: unknown) => Lease;
+  /** Decides for a keyed request, waiting in a queue when a member has one. */
+  readonly acquire: (resource: unknown, signal: AbortSignal | undefined) => Promise<Lease>;
   /** How the route decides when its limiters are on a Redis store (then every decision is a Promise). */
   readonly remote: RemoteDecider | undefined;
   /**
@@ -102,6 +108,8 @@ export class RouteLimits {
     this.attributes = attributes;
     this.dryRunAttributes = dryRunAttributes;
 
+    this.keyOfs = this.infos.map((info) => info.keyOf as ((req: unknown) => unknown) | undefined);
+    this.keyed = this.keyOfs.some((keyOf) => keyOf !== undefined);
     const keyed = members.some((m) => m instanceof PartitionedLimiter);
     if (members.length > 0) checkOneStore(where, members, names);
     const remote = members.length > 0 && isRemote(members[0]) ? remoteDecider(members as never) : undefined;
@@ -127,7 +135,7 @@ export class RouteLimits {
       }
     } else {
       if (keyed) {
-        const chain = new ChainLimiter<HttpRequest>(members as MemoryMember[]);
+        const chain = new ChainLimiter<unknown>(members as MemoryMember[]);
         this.tryAcquire = (req) => chain.tryAcquire(req, 1);
         this.acquire = (req, signal) => chain.acquire(req, 1, { signal });
       } else {
