@@ -59,10 +59,12 @@ function params(url: string | undefined): { delay: number; fail: boolean } {
   return { delay: Number(query.get('delay') ?? 0), fail: query.get('throw') === '1' };
 }
 
-async function work(url: string | undefined): Promise<string> {
+/** `?info=1` answers the request's rate-limit info as JSON, read the framework's way (`info`). */
+async function work(url: string | undefined, info?: unknown): Promise<string> {
   const { delay, fail } = params(url);
   if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
   if (fail) throw new Error('handler failed on purpose');
+  if (new URL(url ?? '/', 'http://x').searchParams.get('info') === '1') return JSON.stringify(info ?? null);
   return 'ok';
 }
 
@@ -89,7 +91,7 @@ const pathOf = (url: string | undefined) => (url ?? '/').split('?', 1)[0];
 const node: Start = async (spec) => {
   const limit = nodeRateLimiting(spec.options);
   const handler = (req: IncomingMessage, res: ServerResponse) =>
-    work(req.url).then(
+    work(req.url, req.rateLimit).then(
       (body) => res.end(body),
       () => {
         res.statusCode = 500;
@@ -114,7 +116,7 @@ function expressApp(factory: typeof express | typeof express4): Start {
     const app = (factory as typeof express)();
     const limiter = expressRateLimiting(spec.options);
     const handler = (req: express.Request, res: express.Response, next: express.NextFunction) => {
-      work(req.url).then((body) => res.send(body), next);
+      work(req.url, req.rateLimit).then((body) => res.send(body), next);
     };
     const addRoutes = () => {
       for (const route of spec.routes) {
@@ -147,7 +149,7 @@ const fastify: Start = async (spec) => {
       app.get(
         route.path,
         { config: route.limit === undefined ? {} : { rateLimit: route.limit } },
-        (request) => work(request.url),
+        (request) => work(request.url, request.rateLimit),
       );
     }
   };
@@ -166,7 +168,7 @@ const fastify: Start = async (spec) => {
 const hono: Start = async (spec) => {
   const app = new Hono();
   const limiter = honoRateLimiting(spec.options);
-  const handler = async (c: import('hono').Context) => c.text(await work(c.req.url));
+  const handler = async (c: import('hono').Context) => c.text(await work(c.req.url, c.get('rateLimit')));
   const addRoutes = () => {
     for (const route of spec.routes) {
       if (route.limit === undefined) app.get(route.path, handler);

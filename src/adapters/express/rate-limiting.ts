@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request, Response } from 'express';
 import { RateLimiting } from '../../http/rate-limiting/engine.ts';
+import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
 import { decideAndContinue } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
@@ -22,6 +23,15 @@ export type {
  * interface Request { user?: User } } }`).
  */
 export type ExpressRateLimitingOptions<Req = Request, Res = Response> = RateLimitingOptions<Req, Res>;
+
+declare global {
+  namespace Express {
+    interface Request {
+      /** This request's rate limit (the same numbers as its RateLimit fields); undefined when not limited. */
+      rateLimit?: RateLimitInfo;
+    }
+  }
+}
 
 /** The app-level middleware and its route markers. Created by {@link rateLimiting}. */
 export interface ExpressRateLimiting<Req = Request, Res = Response> extends ExpressMiddleware {

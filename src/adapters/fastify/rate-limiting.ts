@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { RateLimiting } from '../../http/rate-limiting/engine.ts';
+import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
 import { decideOnNode, type NodeAnswers } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { Answer } from '../../http/rate-limiting/response.ts';
@@ -15,6 +16,10 @@ export type {
 } from '../../http/rate-limiting/options.ts';
 
 declare module 'fastify' {
+  interface FastifyRequest {
+    /** This request's rate limit (the same numbers as its RateLimit fields); undefined when not limited. */
+    rateLimit?: RateLimitInfo;
+  }
   interface FastifyContextConfig {
     /**
      * This route's rate limiting: a policy name (checked when the route is added), an inline policy, or
@@ -123,6 +128,9 @@ function routeConfig(request: FastifyRequest): LimitedConfig | undefined {
 }
 
 const replyAnswers: NodeAnswers<FastifyReply> = {
+  info: (request, info) => {
+    (request as FastifyRequest).rateLimit = info;
+  },
   sent: (reply) => reply.sent,
   send,
   header: (reply, name, value) => {

@@ -1,7 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import type { Context, Env, MiddlewareHandler } from 'hono';
 import { type Decision, RateLimiting } from '../../http/rate-limiting/engine.ts';
-import { holdUntilEnd, isThenable, setHeader } from '../../http/rate-limiting/node-http.ts';
+import { RateLimitInfo } from '../../http/rate-limiting/info.ts';
+import { holdUntilEnd, isThenable, refundWhenDone, setHeader } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RejectedContext, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
 import { requestTimeoutOf } from '../../http/timeouts/registry.ts';
@@ -14,6 +15,13 @@ export type {
   RejectedContext,
   RouteLimit,
 } from '../../http/rate-limiting/options.ts';
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** This request's rate limit (the same numbers as its RateLimit fields); unset when not limited. */
+    rateLimit: RateLimitInfo;
+  }
+}
 
 /**
  * Options of the Hono `rateLimiting()`: every hook (a partitioned limiter's `key`, `onRejected`) sees the
@@ -70,6 +78,39 @@ function waitSignal(c: Context): AbortSignal | undefined {
 }
 
 /**
+ * The route's `next`, followed by the refund rule's verdict on its response (a route that threw, or a response
+ * of Hono's error handler, counts as failed by default: status 500). Under `@hono/node-server` the verdict waits
+ * for the node response to finish; a client gone before then counts as failed.
+ */
+function refundingNext(
+  engine: RateLimiting,
+  decision: Decision,
+  c: Context,
+  next: () => Promise<void>,
+): () => Promise<void> {
+  return () => {
+    let route: Promise<void>;
+    try {
+      route = next();
+    } catch (error) {
+      engine.finished(decision, c, c, false, 500);
+      throw error;
+    }
+    return route.then(
+      () => {
+        const outgoing = c.error === undefined ? nodeOutgoing(c) : undefined;
+        if (outgoing !== undefined) refundWhenDone(engine, c, c, outgoing, decision);
+        else engine.finished(decision, c, c, c.error === undefined, c.res.status);
+      },
+      (error: unknown) => {
+        engine.finished(decision, c, c, false, 500);
+        throw error;
+      },
+    );
+  };
+}
+
+/**
  * Rate limiting for Hono 4, on web `Request`/`Response`. `app.use(limiter)` applies the global limiter; route
  * markers (`limiter.requirePolicy('name')`, `limiter.noRateLimit()`) set a route's policy. Hono matches every
  * handler of a request before running the first, so the app-level middleware sees the route's marker and decides
@@ -102,13 +143,14 @@ export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>
   const decide = (route: RouteLimits, c: Context, next: () => Promise<void>): Promise<Response | void> => {
     (c as Decided)[kDecided] = route;
     if (route.unlimited) return next();
-    const pending = engine.decide(c, route, waitSignal, c);
+    const pending = engine.decide(c, c, route, waitSignal, c);
     if (isThenable(pending)) return pending.then((decision) => decided(decision, c, next));
     return decided(pending, c, next);
   };
 
   const decided = (decision: Decision, c: Context, next: () => Promise<void>): Promise<Response | void> => {
     if (decision.result === 'canceled') return Promise.resolve(new Response(null, { status: 499 }));
+    if (decision.lease !== undefined) c.set('rateLimit', new RateLimitInfo(decision));
     if (decision.lease !== undefined && !decision.lease.granted) {
       const answer = rejected(decision, c);
       if (!engine.options.dryRun) return answer;
@@ -130,7 +172,8 @@ export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>
     return new Response(answer.body, { status: answer.status, headers: [...answer.headers] });
   };
 
-  const admitted = (decision: Decision, c: Context, next: () => Promise<void>): Promise<void> => {
+  const admitted = (decision: Decision, c: Context, toRoute: () => Promise<void>): Promise<void> => {
+    const next = decision.refundable ? refundingNext(engine, decision, c, toRoute) : toRoute;
     const outgoing = nodeOutgoing(c);
     if (engine.options.headers.length > 0 && decision.lease !== undefined) {
       // Under node-server the fields go on the node response, which merges them into whatever the route returns;

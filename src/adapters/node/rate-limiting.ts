@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RateLimiting } from '../../http/rate-limiting/engine.ts';
+import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
 import { decideAndContinue, isThenable } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
@@ -14,6 +15,13 @@ export type {
   RejectedContext,
   RouteLimit,
 } from '../../http/rate-limiting/options.ts';
+
+declare module 'node:http' {
+  interface IncomingMessage {
+    /** This request's rate limit (the same numbers as its RateLimit fields); undefined when not limited. */
+    rateLimit?: RateLimitInfo;
+  }
+}
 
 /**
  * Options of the node:http `rateLimiting()`: every hook (a partitioned limiter's `key`, `onRejected`) sees the

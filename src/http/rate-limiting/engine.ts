@@ -28,6 +28,11 @@ export class Decision {
     readonly resource: KeyedResource | undefined = undefined,
   ) {}
 
+  /** Whether the response must be watched to refund this request (a granted lease and a refund rule). */
+  get refundable(): boolean {
+    return this.route.refund !== undefined && this.lease?.granted === true;
+  }
+
   /** Which limiter rejected: `'global'`, `'endpoint'`, or `'store'` when the Redis store's `onUnavailable` did. */
   get limiter(): RejectingLimiter {
     if (this.result === 'store_unavailable') return 'store';
@@ -81,6 +86,9 @@ export class RateLimiting {
 
   #own(route: RouteLimits): RouteLimits {
     route.owner = this;
+    route.refund = route.policy?.refund ?? this.options.refund;
+    // `defaultRoute` is made first: every later route can fall back to it when its policy skips a request.
+    route.globalOnly = this.defaultRoute;
     return route;
   }
 
@@ -108,11 +116,50 @@ export class RateLimiting {
    */
   decide<C>(
     req: unknown,
+    res: unknown,
     route: RouteLimits,
     signal: (context: C) => AbortSignal | undefined,
     context: C,
   ): Decision | Promise<Decision> {
     if (route.unlimited) return new Decision(route, undefined, 'acquired');
+    const skip = this.options.skip;
+    if (skip !== undefined) {
+      const verdict = skip(req, res);
+      if (isThenable(verdict)) {
+        return Promise.resolve(verdict).then((skipped) =>
+          skipped ? skippedDecision(route) : this.#policySkip(req, res, route, signal, context),
+        );
+      }
+      if (verdict) return skippedDecision(route);
+    }
+    return this.#policySkip(req, res, route, signal, context);
+  }
+
+  // A request the route's policy skips is decided by the global limiter alone.
+  #policySkip<C>(
+    req: unknown,
+    res: unknown,
+    route: RouteLimits,
+    signal: (context: C) => AbortSignal | undefined,
+    context: C,
+  ): Decision | Promise<Decision> {
+    const skip = route.skip;
+    if (skip === undefined) return this.#keyed(req, route, signal, context);
+    const verdict = skip(req, res);
+    const next = (skipped: unknown): Decision | Promise<Decision> => {
+      if (!skipped) return this.#keyed(req, route, signal, context);
+      const global = route.globalOnly ?? this.defaultRoute;
+      return global.unlimited ? skippedDecision(route) : this.#keyed(req, global, signal, context);
+    };
+    return isThenable(verdict) ? Promise.resolve(verdict).then(next) : next(verdict);
+  }
+
+  #keyed<C>(
+    req: unknown,
+    route: RouteLimits,
+    signal: (context: C) => AbortSignal | undefined,
+    context: C,
+  ): Decision | Promise<Decision> {
     if (!route.keyed) return this.#decideKeyed(undefined, route, signal, context);
     const keyOfs = route.keyOfs;
     const keys: unknown[] = new Array(keyOfs.length);
@@ -214,6 +261,37 @@ export class RateLimiting {
     decision.lease!.release();
   }
 
+  /**
+   * The response of a granted request finished (`completed`), or its client went away first: gives the permits
+   * back when the route's refund rule says so (`skipSuccessfulRequests`, `skipFailedRequests`). Adapters call
+   * it once per request, only when {@link Decision.refundable}. An async `requestWasSuccessful` is awaited; if it
+   * throws, nothing is refunded.
+   */
+  finished(decision: Decision, req: unknown, res: unknown, completed: boolean, status: number): void {
+    const rule = decision.route.refund;
+    const lease = decision.lease;
+    if (rule === undefined || lease === undefined || !lease.granted) return;
+    if (!completed) {
+      if (rule.failed) lease.refund();
+      return;
+    }
+    const apply = (successful: unknown): void => {
+      if (successful ? rule.successful : rule.failed) lease.refund();
+    };
+    if (rule.wasSuccessful === undefined) {
+      apply(status < 400);
+      return;
+    }
+    let verdict: unknown;
+    try {
+      verdict = rule.wasSuccessful(req, res);
+    } catch {
+      return;
+    }
+    if (isThenable(verdict)) Promise.resolve(verdict).then(apply, () => {});
+    else apply(verdict);
+  }
+
   /** The rate-limit header fields for an admitted request. */
   headers(decision: Decision): Array<[string, string]> {
     // An onUnavailable answer knows nothing of the limiters' state.
@@ -270,6 +348,11 @@ export class RateLimiting {
       body: answer.body,
     };
   }
+}
+
+// A skipped request: no lease, so no header fields, no hold and nothing counted.
+function skippedDecision(route: RouteLimits): Decision {
+  return new Decision(route, undefined, 'acquired');
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { requestTimeoutOf } from '../timeouts/registry.ts';
 import type { Decision, RateLimiting } from './engine.ts';
+import { RateLimitInfo } from './info.ts';
 import type { Answer } from './response.ts';
 import type { RouteLimits } from './route.ts';
 
@@ -68,6 +69,13 @@ export interface NodeAnswers<Res> {
   send(response: Res, answer: Answer): void;
   /** Sets one header field of an admitted request. */
   header(response: Res, name: string, value: string): void;
+  /** Puts the rate-limit info where the framework's handlers read it (`req.rateLimit`, `request.rateLimit`). */
+  info(request: unknown, info: RateLimitInfo): void;
+}
+
+/** `req.rateLimit`, on node's request (node:http and Express). */
+export function setRequestInfo(request: unknown, info: RateLimitInfo): void {
+  (request as { rateLimit?: RateLimitInfo }).rateLimit = info;
 }
 
 /** `engine.setHeaders`' writer for a node response. */
@@ -79,6 +87,7 @@ const plainAnswers: NodeAnswers<ServerResponse> = {
   sent: (res) => res.headersSent,
   send: writeRejection,
   header: setHeader,
+  info: setRequestInfo,
 };
 
 /** Decides one node:http or Express request and continues: see {@link decideOnNode}. */
@@ -110,7 +119,7 @@ export function decideOnNode<Req, Res>(
 ): void {
   let decision: Decision | Promise<Decision>;
   try {
-    decision = engine.decide(request, route, responseSignal, res);
+    decision = engine.decide(request, response, route, responseSignal, res);
   } catch (error) {
     next(error);
     return;
@@ -134,6 +143,7 @@ function proceed<Req, Res>(
   next: (error?: unknown) => void,
 ): void {
   if (decision.result === 'canceled') return;
+  if (decision.lease !== undefined) answers.info(request, new RateLimitInfo(decision));
   if (decision.lease !== undefined && !decision.lease.granted) {
     let done: void | Promise<void>;
     try {
@@ -148,19 +158,20 @@ function proceed<Req, Res>(
     }
     if (isThenable(done)) {
       done.then(() => {
-        admit(engine, response, res, answers, decision);
+        admit(engine, request, response, res, answers, decision);
         next();
       }, next);
       return;
     }
   }
-  admit(engine, response, res, answers, decision);
+  admit(engine, request, response, res, answers, decision);
   next();
 }
 
 /** Sets the rate-limit header fields of an admitted request and holds its lease until the response ends. */
-function admit<Res>(
+function admit<Req, Res>(
   engine: RateLimiting,
+  request: Req,
   response: Res,
   res: ServerResponse,
   answers: NodeAnswers<Res>,
@@ -170,6 +181,31 @@ function admit<Res>(
     engine.setHeaders(decision, response, answers.header);
   }
   holdUntilEnd(engine, res, decision);
+  if (decision.refundable) refundWhenDone(engine, request, response, res, decision);
+}
+
+/**
+ * Asks the route's refund rule once the response finished, or — counted as failed — once the client went away
+ * first. Exactly once, whichever comes first.
+ */
+export function refundWhenDone<Req, Res>(
+  engine: RateLimiting,
+  request: Req,
+  response: Res,
+  res: ServerResponse,
+  decision: Decision,
+): void {
+  if (res.writableFinished || res.destroyed) {
+    engine.finished(decision, request, response, res.writableFinished, res.statusCode);
+    return;
+  }
+  const done = (): void => {
+    res.off('finish', done);
+    res.off('close', done);
+    engine.finished(decision, request, response, res.writableFinished, res.statusCode);
+  };
+  res.once('finish', done);
+  res.once('close', done);
 }
 
 /**

@@ -66,8 +66,33 @@ export interface RejectedContext<Req = unknown, Res = unknown> {
 // biome-ignore lint/suspicious/noExplicitAny: each adapter narrows the context's request and response
 export type OnRejected<Req = any, Res = any> = (context: RejectedContext<Req, Res>) => unknown;
 
+/** A request hook's answer, or a promise of it (awaited). */
+export type MaybePromise<T> = T | PromiseLike<T>;
+
+/**
+ * When a request is not limited, and when a granted request gives its permits back after its response
+ * (express-rate-limit's names, so migrating is a rename). On `rateLimiting()` for every route; on a policy for
+ * its routes (a policy's settings replace the global ones).
+ */
+export interface RequestRules<Req = unknown, Res = unknown> {
+  /**
+   * Requests it returns true for (sync or async) are not limited: on `rateLimiting()`, neither decided nor counted
+   * by any limiter and sent no RateLimit fields; on a policy, limited by the global limiter only.
+   */
+  skip?: (req: Req, res: Res) => MaybePromise<boolean>;
+  /** Successful requests (see `requestWasSuccessful`) give their permits back when the response finishes. */
+  skipSuccessfulRequests?: boolean;
+  /**
+   * Failed requests (see `requestWasSuccessful`; a client that went away before the response finished counts as
+   * failed) give their permits back. The login brute-force pattern is `skipSuccessfulRequests` instead.
+   */
+  skipFailedRequests?: boolean;
+  /** Whether a finished response counts as successful. Default: status below 400. */
+  requestWasSuccessful?: (req: Req, res: Res) => MaybePromise<boolean>;
+}
+
 /** A named or inline policy with its own options. */
-export interface RateLimitPolicyOptions<Req = unknown, Res = unknown> {
+export interface RateLimitPolicyOptions<Req = unknown, Res = unknown> extends RequestRules<Req, Res> {
   /**
    * The limiter. A plain limiter is one bucket for every route using the policy; partition it to split. A
    * partitioned limiter's key function receives the framework's request (see {@link RateLimitingOptions}).
@@ -93,7 +118,7 @@ export type RouteLimit<Req = unknown, Res = unknown> = string | false | RateLimi
  * `FastifyRequest`, Hono's `Context`; `Res` the matching response (`ServerResponse`, Express `Response`, Fastify
  * `FastifyReply`, Hono `Context`).
  */
-export interface RateLimitingOptions<Req = unknown, Res = unknown> {
+export interface RateLimitingOptions<Req = unknown, Res = unknown> extends RequestRules<Req, Res> {
   /** The limiter every request goes through (typically `partitioned` by `clientIp()`), chained with route policies. */
   global?: HttpLimiter<Req>;
   /** Policies that routes name. An unknown name fails when the route is declared. */
@@ -116,12 +141,26 @@ export interface RateLimitingOptions<Req = unknown, Res = unknown> {
   dryRun?: boolean;
 }
 
+/** A request hook, as validated (the adapter's request and response). */
+// biome-ignore lint/suspicious/noExplicitAny: each adapter passes its own objects
+export type RequestHook = (req: any, res: any) => MaybePromise<boolean>;
+
+/** Which granted requests give their permits back after the response. */
+export interface RefundRule {
+  readonly successful: boolean;
+  readonly failed: boolean;
+  readonly wasSuccessful: RequestHook | undefined;
+}
+
 /** A validated policy. */
 export interface Policy {
   readonly name: string;
   /** The limiters of the policy (a chain is flattened), in order. */
   readonly members: readonly Member[];
   readonly onRejected: OnRejected | undefined;
+  readonly skip: RequestHook | undefined;
+  /** Undefined when the policy sets none of the refund options (the global rule applies). */
+  readonly refund: RefundRule | undefined;
 }
 
 /** One limiter of a route's chain: in memory (decided synchronously) or on a Redis store (one round trip). */
@@ -138,6 +177,8 @@ export interface ResolvedOptions {
   readonly headers: readonly HeaderStyle[];
   readonly hasher: PartitionKeyHasher;
   readonly dryRun: boolean;
+  readonly skip: RequestHook | undefined;
+  readonly refund: RefundRule | undefined;
 }
 
 /** The name of the global limiter in headers and metrics. */
@@ -152,6 +193,20 @@ const KNOWN = new Set([
   'headers',
   'partitionKeySecret',
   'dryRun',
+  'skip',
+  'skipSuccessfulRequests',
+  'skipFailedRequests',
+  'requestWasSuccessful',
+]);
+
+const POLICY_KNOWN = new Set([
+  'limiter',
+  'onRejected',
+  'name',
+  'skip',
+  'skipSuccessfulRequests',
+  'skipFailedRequests',
+  'requestWasSuccessful',
 ]);
 
 /** Validates `rateLimiting()` options; throws a `TypeError`/`RangeError` naming the option and the value. */
@@ -198,7 +253,40 @@ export function resolveOptions(options: RateLimitingOptions | undefined): Resolv
   const hasher = partitionKeyHasher(
     o.partitionKeySecret === undefined ? {} : { secret: o.partitionKeySecret },
   );
-  return { global, policies, onRejected, status, body, headers, hasher, dryRun: o.dryRun === true };
+  const skip = hook('rateLimiting: skip', o.skip) as RequestHook | undefined;
+  const refund = refundRule('rateLimiting', o);
+  return {
+    global,
+    policies,
+    onRejected,
+    status,
+    body,
+    headers,
+    hasher,
+    dryRun: o.dryRun === true,
+    skip,
+    refund,
+  };
+}
+
+/** The refund rule of `options`, or undefined when it sets none of the three options. */
+function refundRule(where: string, options: RequestRules): RefundRule | undefined {
+  const { skipSuccessfulRequests: successful, skipFailedRequests: failed, requestWasSuccessful } = options;
+  if (successful === undefined && failed === undefined && requestWasSuccessful === undefined)
+    return undefined;
+  for (const [name, value] of [
+    ['skipSuccessfulRequests', successful],
+    ['skipFailedRequests', failed],
+  ] as const) {
+    if (value !== undefined && typeof value !== 'boolean') {
+      throw new TypeError(`${where}: ${name} must be a boolean; got ${describe(value)}`);
+    }
+  }
+  return {
+    successful: successful === true,
+    failed: failed === true,
+    wasSuccessful: hook(`${where}: requestWasSuccessful`, requestWasSuccessful) as RequestHook | undefined,
+  };
 }
 
 /**
@@ -206,11 +294,13 @@ export function resolveOptions(options: RateLimitingOptions | undefined): Resolv
  * the `policies` key; inline ones from `name`, default `'route'`.
  */
 export function buildPolicy(where: string, name: string, spec: unknown, withOptions: boolean): Policy {
-  if (isLimiter(spec)) return { name, members: flatten(spec), onRejected: undefined };
+  if (isLimiter(spec)) {
+    return { name, members: flatten(spec), onRejected: undefined, skip: undefined, refund: undefined };
+  }
   if (withOptions && typeof spec === 'object' && spec !== null && !Array.isArray(spec)) {
     const options = spec as RateLimitPolicyOptions;
     for (const key of Object.keys(options)) {
-      if (key !== 'limiter' && key !== 'onRejected' && key !== 'name') {
+      if (!POLICY_KNOWN.has(key)) {
         throw new TypeError(`${where}: unknown option ${describe(key)}`);
       }
     }
@@ -226,6 +316,8 @@ export function buildPolicy(where: string, name: string, spec: unknown, withOpti
       name: options.name ?? name,
       members: flatten(options.limiter),
       onRejected: hook(`${where}.onRejected`, options.onRejected),
+      skip: hook(`${where}.skip`, options.skip) as RequestHook | undefined,
+      refund: refundRule(where, options),
     };
   }
   throw new TypeError(

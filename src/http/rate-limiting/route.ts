@@ -4,7 +4,14 @@ import { PartitionedLimiter } from '../../limiters/partitioned.ts';
 import { RateLimiter } from '../../limiters/rate-limiter.ts';
 import type { Attributes } from '../../telemetry.ts';
 import { MemberInfo } from './member-info.ts';
-import { GLOBAL, type Member, type OnRejected, type Policy } from './options.ts';
+import {
+  GLOBAL,
+  type Member,
+  type OnRejected,
+  type Policy,
+  type RefundRule,
+  type RequestHook,
+} from './options.ts';
 import { checkOneStore, isRemote, type RemoteDecider, remoteDecider } from './stores.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: see HttpLimiter
@@ -69,6 +76,12 @@ export class RouteLimits {
    * alone and tell their own marks from another engine's by this.
    */
   owner: object | undefined = undefined;
+  /** The policy's `skip`: when it says so, the request is decided by {@link globalOnly} instead. */
+  readonly skip: RequestHook | undefined;
+  /** The route that decides a request this route's policy skips (the global limiter alone). Set by the engine. */
+  globalOnly: RouteLimits | undefined = undefined;
+  /** Which granted requests give their permits back after the response (the policy's rule, else the global one). Set by the engine. */
+  refund: RefundRule | undefined = undefined;
 
   /**
    * Throws a `TypeError` (prefixed with `where`) when the global limiter and the policy are not on one store:
@@ -98,6 +111,7 @@ export class RouteLimits {
     this.globalCount = global?.members.length ?? 0;
     this.metricPolicy = policy?.name ?? GLOBAL;
     this.onRejected = policy?.onRejected ?? fallbackOnRejected;
+    this.skip = policy?.skip;
     this.mayQueue = members.some(mayQueue);
     const attributes = {} as Record<Result, Attributes>;
     const dryRunAttributes = {} as Record<Result, Attributes>;
