@@ -212,7 +212,7 @@ export const adapters: Record<string, Start> = {
 export function getFrom(
   url: string,
   localAddress: string,
-  headers: Record<string, string> = {},
+  headers: Record<string, string | string[]> = {},
 ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   return new Promise((resolve, reject) => {
     const request = http.get(url, { localAddress, headers, agent: false }, (response) => {
