@@ -74,10 +74,29 @@ export function nodeRequestOf(req: unknown, shape: Shape = shapeOf(req)): NodeRe
   }
 }
 
-/** The socket peer address of `req`, as the runtime reports it; undefined when unknown. */
+/**
+ * The socket peer address of `req`, as the runtime reports it; undefined when unknown. Hono off Node: Bun's
+ * `server.requestIP(request)` (Bun passes the server as `c.env`), Deno's `info.remoteAddr` (`Deno.serve` passes
+ * the handler info as `c.env`) — what Hono's own `getConnInfo` reads on those runtimes.
+ */
 export function peerAddress(req: unknown, shape: Shape = shapeOf(req)): string | undefined {
   if (shape === Shape.View) return (req as HttpRequest).remoteAddress;
-  return nodeRequestOf(req, shape)?.socket?.remoteAddress ?? undefined;
+  const node = nodeRequestOf(req, shape);
+  if (node !== undefined || shape !== Shape.Hono) return node?.socket?.remoteAddress ?? undefined;
+  const env = (req as { env?: RuntimeEnv }).env;
+  if (env === undefined || env === null) return undefined;
+  if (typeof env.requestIP === 'function') {
+    const address = env.requestIP((req as HonoContextLike).req.raw)?.address;
+    return typeof address === 'string' ? address : undefined;
+  }
+  const hostname = env.remoteAddr?.hostname;
+  return typeof hostname === 'string' ? hostname : undefined;
+}
+
+/** What Bun's server and Deno's handler info offer as Hono's `c.env`. */
+interface RuntimeEnv {
+  requestIP?: (request: Request) => { address?: unknown } | null | undefined;
+  remoteAddr?: { hostname?: unknown };
 }
 
 /**
