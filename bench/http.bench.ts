@@ -6,6 +6,9 @@
  *   ROUNDS=3 DURATION=4 CONNECTIONS=50 FRAMEWORKS=express,hono npm run bench:http
  *
  *   INSTRUCTIONS=1 npm run bench:http           # instructions per request under callgrind (noise-free)
+ *   BASELINE=/path/to/other/dist INPROC=1 npm run bench:http
+ *                                               # adds 'floodgate (baseline)', floodgate built from another
+ *                                               # checkout, to compare two versions in one alternating run
  *
  * The no-op contenders show what any middleware (Express, Hono) or `onRequest` hook (Fastify) costs in that
  * framework before it does anything; 'two fields, no limiter' adds the two draft-10 header fields floodgate
@@ -14,6 +17,7 @@
  * How servers are started, loaded (wrk, else autocannon) and compared: bench/http-runner.ts.
  */
 import http from 'node:http';
+import { pathToFileURL } from 'node:url';
 import type { MiddlewareHandler } from 'hono';
 import { built, builtAdapters, listen, runHttpBench, type Variant } from './http-runner.ts';
 
@@ -36,6 +40,7 @@ async function variants(): Promise<Variant[]> {
   const { fixedWindow, partitioned } = await built<typeof import('../src/index.ts')>('index');
   const { clientIp } = await built<typeof import('../src/http/client-ip.ts')>('http/client-ip');
   const floodgate = await builtAdapters();
+  const baseline = process.env.BASELINE === undefined ? undefined : await baselineBuild(process.env.BASELINE);
 
   const global = () =>
     partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: LIMIT, window: '1m' }) });
@@ -86,7 +91,43 @@ async function variants(): Promise<Variant[]> {
     );
   };
 
+  const baselines: Variant[] =
+    baseline === undefined
+      ? []
+      : [
+          {
+            framework: 'node',
+            name: 'floodgate (baseline)',
+            start: () =>
+              listen(
+                http.createServer(baseline.node.rateLimiting({ global: baseline.global() })(nodeHandler)),
+              ),
+          },
+          {
+            framework: 'express',
+            name: 'floodgate (baseline)',
+            start: () => listen(expressApp(baseline.express.rateLimiting({ global: baseline.global() }))),
+          },
+          {
+            framework: 'fastify',
+            name: 'floodgate (baseline)',
+            start: async () => {
+              const app = Fastify();
+              await app.register(baseline.fastify.rateLimiting, { global: baseline.global() });
+              app.get('/', async () => 'ok');
+              await app.listen({ port: 0, host: '127.0.0.1' });
+              return app.server;
+            },
+          },
+          {
+            framework: 'hono',
+            name: 'floodgate (baseline)',
+            start: () => listen(honoApp(baseline.hono.rateLimiting({ global: baseline.global() }))),
+          },
+        ];
+
   return [
+    ...baselines,
     { framework: 'node', name: 'bare', start: () => listen(http.createServer(nodeHandler)) },
     {
       framework: 'node',
@@ -199,6 +240,21 @@ async function variants(): Promise<Variant[]> {
         ),
     },
   ];
+}
+
+/** floodgate built in another checkout (`BASELINE` is its dist/ directory). */
+async function baselineBuild(dist: string) {
+  const from = <T>(path: string) => import(pathToFileURL(`${dist}/${path}.js`).href) as Promise<T>;
+  const { fixedWindow, partitioned } = await from<typeof import('../src/index.ts')>('index');
+  const { clientIp } = await from<typeof import('../src/http/client-ip.ts')>('http/client-ip');
+  return {
+    global: () =>
+      partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: LIMIT, window: '1m' }) }),
+    node: await from<typeof import('../src/adapters/node/index.ts')>('adapters/node/index'),
+    express: await from<typeof import('../src/adapters/express/index.ts')>('adapters/express/index'),
+    hono: await from<typeof import('../src/adapters/hono/index.ts')>('adapters/hono/index'),
+    fastify: await from<typeof import('../src/adapters/fastify/index.ts')>('adapters/fastify/index'),
+  };
 }
 
 await runHttpBench({

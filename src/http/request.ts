@@ -38,22 +38,29 @@ export type Shape = (typeof Shape)[keyof typeof Shape];
 
 type Loose = {
   headers?: unknown;
+  socket?: unknown;
   raw?: NodeRequestLike;
   req?: { raw?: Request };
   header?: unknown;
   env?: { incoming?: NodeRequestLike };
 };
 
-/** The shape of `req`. */
+/**
+ * The shape of `req`. Node's `headers` is built lazily from the raw headers on first read, so the socket and the
+ * properties only other shapes have are looked at first: a key by address reads no header.
+ */
 export function shapeOf(req: unknown): Shape {
   const r = req as Loose;
+  // A Fastify request has the node request as `raw`; node's and Express's have none.
+  const raw = r.raw as { socket?: unknown } | undefined;
+  if (raw !== undefined && raw !== null && typeof raw === 'object' && raw.socket !== undefined)
+    return Shape.Fastify;
+  if (r.socket !== undefined) return Shape.Node;
+  if (typeof r.req === 'object' && r.req !== null && r.req.raw !== undefined) return Shape.Hono;
   const headers = r.headers as { get?: unknown } | undefined;
   if (typeof headers === 'object' && headers !== null) {
-    if (typeof headers.get === 'function') return Shape.Web;
-    // A Fastify request has the node request as `raw`; node's and Express's have none.
-    return r.raw !== undefined && typeof r.raw.headers === 'object' ? Shape.Fastify : Shape.Node;
+    return typeof headers.get === 'function' ? Shape.Web : Shape.Node;
   }
-  if (typeof r.req === 'object' && r.req !== null && r.req.raw !== undefined) return Shape.Hono;
   if (typeof r.header === 'function') return Shape.View;
   return Shape.Unknown;
 }

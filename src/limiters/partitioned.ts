@@ -96,7 +96,12 @@ export class PartitionedLimiter<R> {
 
   /** Decides now for `resource`'s partition and never waits. */
   tryAcquire(resource: R, permits = 1): Lease {
-    const code = this.bind(resource);
+    return this.tryAcquireKey(keyFor(this, resource), permits);
+  }
+
+  /** @internal Decides now for the partition of `key` (already computed, e.g. awaited by the HTTP layer). */
+  tryAcquireKey(key: string, permits = 1): Lease {
+    const code = this.bindKey(key);
     if (code === REJECTED) return this.overflowLease(this.boundKey, permits);
     const core = this.cores[code & 255];
     if (permits !== 1) checkPermits(permits, core.algorithm.limit);
@@ -142,7 +147,11 @@ export class PartitionedLimiter<R> {
    * full and `overflow` is `'reject'`.
    */
   bind(resource: R): number {
-    const key = keyFor(this, resource);
+    return this.bindKey(keyFor(this, resource));
+  }
+
+  /** @internal {@link bind} for a key computed already. */
+  bindKey(key: string): number {
     this.boundKey = key;
     if (key === this.lastKey) return this.lastCode;
     const code = this.map.get(key);

@@ -161,17 +161,26 @@ export class RateLimiting {
     context: C,
   ): Decision | Promise<Decision> {
     if (!route.keyed) return this.#decideKeyed(undefined, route, signal, context);
+    const lone = route.tryAcquireKey;
     const keyOfs = route.keyOfs;
-    const keys: unknown[] = new Array(keyOfs.length);
-    let pending = false;
-    for (let i = 0; i < keyOfs.length; i++) {
-      const keyOf = keyOfs[i];
-      if (keyOf === undefined) continue;
-      // The same function on two members (one clientIp() for global and policy) gives one key.
-      const key = i > 0 && keyOf === keyOfs[i - 1] ? keys[i - 1] : keyOf(req);
-      if (typeof key !== 'string' && isThenable(key)) pending = true;
-      keys[i] = key;
+    let keys: unknown[];
+    if (lone !== undefined && (!route.mayQueue || this.options.dryRun)) {
+      // One partitioned limiter in memory, nothing to wait for: decided by its key, with no KeyedResource (the
+      // lease carries the key for the header fields).
+      const key = keyOfs[0]!(req);
+      if (typeof key === 'string') return this.#decided(route, lone(key), undefined);
+      keys = [key];
+    } else {
+      keys = new Array(keyOfs.length);
+      for (let i = 0; i < keyOfs.length; i++) {
+        const keyOf = keyOfs[i];
+        if (keyOf === undefined) continue;
+        // The same function on two members (one clientIp() for global and policy) gives one key.
+        keys[i] = i > 0 && keyOf === keyOfs[i - 1] ? keys[i - 1] : keyOf(req);
+      }
     }
+    let pending = false;
+    for (const key of keys) if (typeof key !== 'string' && isThenable(key)) pending = true;
     if (!pending) {
       const resource = new KeyedResource(route.members, keys as (string | undefined)[]);
       return this.#decideKeyed(resource, route, signal, context);

@@ -67,6 +67,11 @@ export class RouteLimits {
   readonly keyed: boolean;
   /** Decides now for a keyed request; never waits. Memory limiters only: a route on a Redis store uses {@link remote}. */
   readonly tryAcquire: (resource: unknown) => Lease;
+  /**
+   * For a route whose only limiter is a partitioned one in memory: decides now by the key itself, with no
+   * `KeyedResource` to build (the commonest route: a per-client global limiter).
+   */
+  readonly tryAcquireKey: ((key: string) => Lease) | undefined;
   /** Decides for a keyed request, waiting in a queue when a member has one. */
   readonly acquire: (resource: unknown, signal: AbortSignal | undefined) => Promise<Lease>;
   /** How the route decides when its limiters are on a Redis store (then every decision is a Promise). */
@@ -127,6 +132,7 @@ export class RouteLimits {
     const keyed = members.some((m) => m instanceof PartitionedLimiter);
     if (members.length > 0) checkOneStore(where, members, names);
     const remote = members.length > 0 && isRemote(members[0]) ? remoteDecider(members as never) : undefined;
+    let lone: ((key: string) => Lease) | undefined;
     this.remote = remote;
     if (remote !== undefined) {
       this.tryAcquire = () => {
@@ -146,6 +152,7 @@ export class RouteLimits {
       } else {
         this.tryAcquire = (req) => only.tryAcquire(req, 1);
         this.acquire = (req, signal) => only.acquire(req, 1, { signal });
+        lone = (key) => only.tryAcquireKey(key, 1);
       }
     } else {
       if (keyed) {
@@ -158,6 +165,7 @@ export class RouteLimits {
         this.acquire = (_req, signal) => chain.acquire(1, { signal });
       }
     }
+    this.tryAcquireKey = lone;
   }
 
   /** Whether nothing limits this route (disabled, or no global limiter and no policy). */
