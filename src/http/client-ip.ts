@@ -210,10 +210,19 @@ function frameworkAddress(req: RequestLike, shape: Shape, validate: boolean): st
 let kOptions: symbol | null | undefined;
 const trustOf = new WeakMap<object, unknown>();
 
+let lastServer: object | undefined;
+let lastTrust: unknown;
+
 function fastifyTrustProxy(req: RequestLike): unknown {
   const server = (req as { server?: object }).server;
   if (server === undefined || server === null) return undefined;
-  if (trustOf.has(server)) return trustOf.get(server);
+  // One application (one instance per plugin context) serves every request: no WeakMap lookup each time.
+  if (server === lastServer) return lastTrust;
+  lastServer = server;
+  if (trustOf.has(server)) {
+    lastTrust = trustOf.get(server);
+    return lastTrust;
+  }
   // A plugin's instance inherits the root's options: look along the prototype chain.
   for (let o: object | null = server; kOptions === undefined && o !== null; o = Object.getPrototypeOf(o)) {
     kOptions = Object.getOwnPropertySymbols(o).find((s) => s.description === 'fastify.options');
@@ -223,6 +232,7 @@ function fastifyTrustProxy(req: RequestLike): unknown {
     kOptions === null ? undefined : (server as Record<symbol, { trustProxy?: unknown }>)[kOptions];
   const trust = options?.trustProxy;
   trustOf.set(server, trust);
+  lastTrust = trust;
   return trust;
 }
 

@@ -77,6 +77,10 @@ export function rateLimiting(
     return limits;
   };
 
+  // Declared up front, so every request object has the property from the start (Fastify's advice: adding it per
+  // request would change the request objects' shape).
+  if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
+
   fastify.addHook('onRoute', (route) => {
     const config = (route.config ?? {}) as LimitedConfig;
     if (config.rateLimit === undefined) return;
@@ -133,6 +137,8 @@ const replyAnswers: NodeAnswers<FastifyReply> = {
   },
   sent: (reply) => reply.sent,
   send,
+  // On the node response: Fastify merges it into what it writes, and reply.getHeader()/getHeaders() read it
+  // there too; reply.header() would lower-case and store each field per request first.
   header: (reply, name, value) => {
     reply.header(name, value);
   },

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Context, Env, MiddlewareHandler } from 'hono';
 import { type Decision, RateLimiting } from '../../http/rate-limiting/engine.ts';
-import { RateLimitInfo } from '../../http/rate-limiting/info.ts';
+import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
 import { holdUntilEnd, isThenable, refundWhenDone, setHeader } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RejectedContext, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
@@ -150,7 +150,7 @@ export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>
 
   const decided = (decision: Decision, c: Context, next: () => Promise<void>): Promise<Response | void> => {
     if (decision.result === 'canceled') return Promise.resolve(new Response(null, { status: 499 }));
-    if (decision.lease !== undefined) c.set('rateLimit', new RateLimitInfo(decision));
+    if (decision.lease !== undefined) c.set('rateLimit', decision);
     if (decision.lease !== undefined && !decision.lease.granted) {
       const answer = rejected(decision, c);
       if (!engine.options.dryRun) return answer;

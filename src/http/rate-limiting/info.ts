@@ -1,6 +1,8 @@
+import type { KeyedResource } from '../../limiters/keyed.ts';
+import type { Lease } from '../../limiters/lease.ts';
 import type { PolicyState } from '../ratelimit-headers.ts';
-import type { Decision } from './engine.ts';
 import { policyStates } from './response.ts';
+import type { RouteLimits } from './route.ts';
 
 /** One limiter in force on a request, as its `RateLimit` field item reports it. */
 export interface RateLimitPolicyInfo {
@@ -20,75 +22,38 @@ export interface RateLimitPolicyInfo {
  * The rate limit of one request, for handlers and logs: `req.rateLimit` (node:http, Express),
  * `request.rateLimit` (Fastify), `c.get('rateLimit')` (Hono). The same numbers the `RateLimit` fields carry.
  * The top-level figures are the tightest limiter's (the fewest permits left); `policies` lists every one.
- * Read lazily: a request whose handler never looks costs one small object.
+ * Computed when first read: a request whose handler never looks costs nothing.
  */
-export class RateLimitInfo {
-  #decision: Decision;
-  #policies: readonly RateLimitPolicyInfo[] | undefined;
-
-  /** @internal Made by the adapters. */
-  constructor(decision: Decision) {
-    this.#decision = decision;
-  }
-
+export interface RateLimitInfo {
   /** Whether the request was admitted (false on a rejection, also in dry-run mode). */
-  get granted(): boolean {
-    return this.#decision.lease?.granted === true;
-  }
-
-  /** Every limiter in force, global first, in the order of the `RateLimit` field. */
-  get policies(): readonly RateLimitPolicyInfo[] {
-    if (this.#policies === undefined) {
-      const { route, resource, lease } = this.#decision;
-      this.#policies =
-        lease === undefined || this.#decision.result === 'store_unavailable'
-          ? []
-          : policyStates(route, resource, lease).map(toInfo);
-    }
-    return this.#policies;
-  }
-
-  /** The tightest limiter: the one with the fewest permits left. */
-  #tightest(): RateLimitPolicyInfo | undefined {
-    let tightest: RateLimitPolicyInfo | undefined;
-    for (const policy of this.policies)
-      if (tightest === undefined || policy.remaining < tightest.remaining) tightest = policy;
-    return tightest;
-  }
-
+  readonly granted: boolean;
   /** The tightest limiter's name. */
-  get policy(): string | undefined {
-    return this.#tightest()?.name;
-  }
-
-  get limit(): number | undefined {
-    return this.#tightest()?.limit;
-  }
-
-  get remaining(): number | undefined {
-    return this.#tightest()?.remaining;
-  }
-
-  get resetAfterMs(): number | undefined {
-    return this.#tightest()?.resetAfterMs;
-  }
-
+  readonly policy: string | undefined;
+  readonly limit: number | undefined;
+  readonly remaining: number | undefined;
+  readonly resetAfterMs: number | undefined;
   /** The tightest limiter's partition key, as given to the limiter. */
-  get key(): string | undefined {
-    return this.#tightest()?.key;
-  }
+  readonly key: string | undefined;
+  /** Every limiter in force, global first, in the order of the `RateLimit` field. */
+  readonly policies: readonly RateLimitPolicyInfo[];
+}
 
-  toJSON(): object {
-    return {
-      granted: this.granted,
-      policy: this.policy,
-      limit: this.limit,
-      remaining: this.remaining,
-      resetAfterMs: this.resetAfterMs,
-      key: this.key,
-      policies: this.policies,
-    };
-  }
+/** Every limiter in force on a decided request (none when no limiter's state is known). */
+export function policiesOf(
+  route: RouteLimits,
+  resource: KeyedResource | undefined,
+  lease: Lease | undefined,
+  known: boolean,
+): readonly RateLimitPolicyInfo[] {
+  return lease === undefined || !known ? [] : policyStates(route, resource, lease).map(toInfo);
+}
+
+/** The limiter with the fewest permits left. */
+export function tightest(policies: readonly RateLimitPolicyInfo[]): RateLimitPolicyInfo | undefined {
+  let found: RateLimitPolicyInfo | undefined;
+  for (const policy of policies)
+    if (found === undefined || policy.remaining < found.remaining) found = policy;
+  return found;
 }
 
 function toInfo(state: PolicyState): RateLimitPolicyInfo {

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { requestTimeoutOf } from '../timeouts/registry.ts';
 import type { Decision, RateLimiting } from './engine.ts';
-import { RateLimitInfo } from './info.ts';
+import type { RateLimitInfo } from './info.ts';
 import type { Answer } from './response.ts';
 import type { RouteLimits } from './route.ts';
 
@@ -143,7 +143,7 @@ function proceed<Req, Res>(
   next: (error?: unknown) => void,
 ): void {
   if (decision.result === 'canceled') return;
-  if (decision.lease !== undefined) answers.info(request, new RateLimitInfo(decision));
+  if (decision.lease !== undefined) answers.info(request, decision);
   if (decision.lease !== undefined && !decision.lease.granted) {
     let done: void | Promise<void>;
     try {
