@@ -210,15 +210,17 @@ function frameworkAddress(req: RequestLike, shape: Shape, validate: boolean): st
 let kOptions: symbol | null | undefined;
 const trustOf = new WeakMap<object, unknown>();
 
-let lastServer: object | undefined;
+let lastPrototype: object | null = null;
 let lastTrust: unknown;
 
 function fastifyTrustProxy(req: RequestLike): unknown {
+  // Fastify builds one request class per application (with trustProxy, one whose `ip` reads the headers): the
+  // request's prototype answers for the application without reading `request.server` (a getter) each time.
+  const prototype = Object.getPrototypeOf(req) as object | null;
+  if (prototype !== null && prototype === lastPrototype) return lastTrust;
   const server = (req as { server?: object }).server;
   if (server === undefined || server === null) return undefined;
-  // One application (one instance per plugin context) serves every request: no WeakMap lookup each time.
-  if (server === lastServer) return lastTrust;
-  lastServer = server;
+  lastPrototype = prototype;
   if (trustOf.has(server)) {
     lastTrust = trustOf.get(server);
     return lastTrust;
