@@ -74,7 +74,8 @@ export function nodeRequestOf(req: unknown, shape: Shape = shapeOf(req)): NodeRe
       return (req as Loose).raw;
     case Shape.Hono: {
       const incoming = (req as Loose).env?.incoming;
-      return typeof incoming?.headers === 'object' ? incoming : undefined;
+      // Not `headers`: node builds that object on first read, and node-server itself reads the raw headers.
+      return incoming?.socket !== undefined ? incoming : undefined;
     }
     default:
       return undefined;

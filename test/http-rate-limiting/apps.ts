@@ -68,7 +68,8 @@ async function work(url: string | undefined, info?: unknown): Promise<string> {
   return 'ok';
 }
 
-function listen(server: http.Server): Promise<Running> {
+/** Listens on a free loopback port. */
+export function listen(server: http.Server): Promise<Running> {
   return new Promise((resolve) => {
     server.listen(0, '127.0.0.1', () => {
       const { port } = server.address() as AddressInfo;
@@ -199,6 +200,20 @@ const hono: Start = async (spec) => {
     });
   });
 };
+
+/** Runs `check` against one adapter's app built from `spec`, closing it afterwards. */
+export async function withApp(
+  name: string,
+  spec: AppSpec,
+  check: (base: string) => Promise<void>,
+): Promise<void> {
+  const server = await adapters[name](spec);
+  try {
+    await check(server.url);
+  } finally {
+    await server.close();
+  }
+}
 
 export const adapters: Record<string, Start> = {
   node,

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { clientIp } from '../../src/http/client-ip.ts';
 import { validatedKey } from '../../src/http/keys.ts';
 import { chain, concurrency, fixedWindow, partitioned } from '../../src/index.ts';
-import { type AppSpec, adapters, get, getFrom, userOf } from './apps.ts';
+import { type AppSpec, adapters, get, getFrom, userOf, withApp } from './apps.ts';
 
 /**
  * The policy most applications need — N a minute per authenticated user, anonymous traffic per IP — written the
@@ -23,14 +23,7 @@ async function byUserAsync(req: unknown): Promise<string> {
   return byUser(req);
 }
 
-async function run(name: string, spec: AppSpec, check: (base: string) => Promise<void>): Promise<void> {
-  const server = await adapters[name](spec);
-  try {
-    await check(server.url);
-  } finally {
-    await server.close();
-  }
-}
+const run = withApp;
 
 for (const name of Object.keys(adapters)) {
   describe(`${name}: hooks see the framework's own request`, () => {

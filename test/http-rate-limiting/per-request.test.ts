@@ -3,19 +3,12 @@ import { describe, test } from 'node:test';
 import { clientIp } from '../../src/http/client-ip.ts';
 import { RateLimiting } from '../../src/http/rate-limiting/engine.ts';
 import { chain, fixedWindow, partitioned, slidingWindow, tokenBucket } from '../../src/index.ts';
-import { type AppSpec, adapters, get } from './apps.ts';
+import { type AppSpec, adapters, get, withApp } from './apps.ts';
 
 /** skip, refunds and the rate-limit info on the request, on every adapter over real sockets. */
 const ip = clientIp();
 
-async function run(name: string, spec: AppSpec, check: (base: string) => Promise<void>): Promise<void> {
-  const server = await adapters[name](spec);
-  try {
-    await check(server.url);
-  } finally {
-    await server.close();
-  }
-}
+const run = withApp;
 
 function headerOf(req: unknown, name: string): string | undefined {
   const r = req as { headers?: Record<string, unknown>; req?: { header(n: string): string | undefined } };

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import express from 'express';
 import Fastify from 'fastify';
@@ -9,7 +8,7 @@ import { rateLimiting as fastifyRateLimiting } from '../../src/adapters/fastify/
 import { clientIp, resetClientIpWarnings, UNKNOWN_CLIENT } from '../../src/http/client-ip.ts';
 import { resetWarnings } from '../../src/http/warnings.ts';
 import { fixedWindow, partitioned } from '../../src/index.ts';
-import { getFrom } from './apps.ts';
+import { getFrom, listen } from './apps.ts';
 
 /** clientIp() follows the framework's trust setting, and says so loudly when the setting is wrong. */
 const warnings: Array<{ code?: string; message: string }> = [];
@@ -28,22 +27,6 @@ afterEach(() => {
 
 // Warnings are emitted on the next tick.
 const settle = () => new Promise((resolve) => setImmediate(resolve));
-
-function listen(server: http.Server): Promise<{ url: string; close(): Promise<void> }> {
-  return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      resolve({
-        url: `http://127.0.0.1:${port}`,
-        close: () =>
-          new Promise<void>((done) => {
-            server.closeAllConnections();
-            server.close(() => done());
-          }),
-      });
-    });
-  });
-}
 
 async function keysSeen(start: () => Promise<{ url: string; close(): Promise<void> }>, xffs: string[]) {
   const app = await start();
