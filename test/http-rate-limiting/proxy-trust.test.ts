@@ -6,6 +6,7 @@ import Fastify from 'fastify';
 import { rateLimiting as expressRateLimiting } from '../../src/adapters/express/rate-limiting.ts';
 import { rateLimiting as fastifyRateLimiting } from '../../src/adapters/fastify/rate-limiting.ts';
 import { clientIp, resetClientIpWarnings, UNKNOWN_CLIENT } from '../../src/http/client-ip.ts';
+import { RateLimiting } from '../../src/http/rate-limiting/engine.ts';
 import { resetWarnings } from '../../src/http/warnings.ts';
 import { fixedWindow, partitioned } from '../../src/index.ts';
 import { getFrom, listen } from './apps.ts';
@@ -122,6 +123,27 @@ describe('clientIp() follows the framework', () => {
     assert.equal(key(req('2001:db8:1:2::1')), '2001:db8:1:2::/64');
     assert.equal(key(req('2001:db8:1:2:ffff::9')), '2001:db8:1:2::/64');
     assert.equal(key(req('::ffff:203.0.113.9')), '203.0.113.9');
+  });
+});
+
+describe('rateLimiting({ validate })', () => {
+  test('validate: false silences the warnings of the process; a non-boolean is a TypeError', async () => {
+    assert.throws(
+      () => new RateLimiting({ validate: 'no' as never }),
+      /rateLimiting: validate must be a boolean/,
+    );
+    new RateLimiting({ validate: true });
+    const key = clientIp();
+    key({ headers: { 'x-forwarded-for': '203.0.113.1' }, socket: { remoteAddress: '127.0.0.1' } });
+    await settle();
+    assert.equal(warnings.length, 1, 'warned while not silenced');
+    resetWarnings();
+    resetClientIpWarnings();
+    warnings.length = 0;
+    new RateLimiting({ validate: false });
+    clientIp()({ headers: { 'x-forwarded-for': '203.0.113.1' }, socket: { remoteAddress: '127.0.0.1' } });
+    await settle();
+    assert.deepEqual(warnings, []);
   });
 });
 

@@ -12,6 +12,7 @@ import {
   partitionKeyHasher,
 } from '../ratelimit-headers.ts';
 import type { HttpRequest } from '../request.ts';
+import { silenceWarnings } from '../warnings.ts';
 
 /**
  * What a policy limits with: a limiter (`fixedWindow(...)`: one bucket for every request it sees), a
@@ -139,6 +140,12 @@ export interface RateLimitingOptions<Req = unknown, Res = unknown> extends Reque
   partitionKeySecret?: string;
   /** Decide and report (headers, metrics, `onRejected` with `dryRun: true`) but let every request through. */
   dryRun?: boolean;
+  /**
+   * `false` silences floodgate's misconfiguration warnings (untrusted proxy headers, a trust-everything proxy
+   * setting, no client address) for the whole process, as `clientIp({ validate: false })` does for one key
+   * function. Default true.
+   */
+  validate?: boolean;
 }
 
 /** A request hook, as validated (the adapter's request and response). */
@@ -197,6 +204,7 @@ const KNOWN = new Set([
   'skipSuccessfulRequests',
   'skipFailedRequests',
   'requestWasSuccessful',
+  'validate',
 ]);
 
 const POLICY_KNOWN = new Set([
@@ -253,6 +261,10 @@ export function resolveOptions(options: RateLimitingOptions | undefined): Resolv
   const hasher = partitionKeyHasher(
     o.partitionKeySecret === undefined ? {} : { secret: o.partitionKeySecret },
   );
+  if (o.validate !== undefined && typeof o.validate !== 'boolean') {
+    throw new TypeError(`rateLimiting: validate must be a boolean; got ${describe(o.validate)}`);
+  }
+  if (o.validate === false) silenceWarnings();
   const skip = hook('rateLimiting: skip', o.skip) as RequestHook | undefined;
   const refund = refundRule('rateLimiting', o);
   return {
