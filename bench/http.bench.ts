@@ -79,13 +79,30 @@ async function variants(): Promise<Variant[]> {
     await app.listen({ port: 0, host: '127.0.0.1' });
     return app.server;
   };
-  // node:http has no usual limiter; rate-limiter-flexible is the most used framework-free one.
+  // node:http has no usual limiter; rate-limiter-flexible is the most used framework-free one, here with what a
+  // hand-written integration sends: the same two draft-10 fields (built per request from its answer), and a 429.
   const flexible = new RateLimiterMemory({ points: LIMIT, duration: 60 });
+  const flexiblePolicy = `"global";q=${LIMIT};w=60`;
+  const flexibleFields = (
+    res: http.ServerResponse,
+    answer: { remainingPoints: number; msBeforeNext: number },
+  ) => {
+    res.setHeader('RateLimit-Policy', flexiblePolicy);
+    res.setHeader(
+      'RateLimit',
+      `"global";r=${answer.remainingPoints};t=${Math.ceil(answer.msBeforeNext / 1000)}`,
+    );
+  };
   const flexibleHandler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     flexible.consume(req.socket.remoteAddress ?? '').then(
-      () => nodeHandler(req, res),
-      () => {
-        res.writeHead(429, { 'retry-after': '60' });
+      (answer) => {
+        flexibleFields(res, answer);
+        nodeHandler(req, res);
+      },
+      (answer) => {
+        flexibleFields(res, answer);
+        const seconds = String(Math.max(1, Math.ceil(answer.msBeforeNext / 1000)));
+        res.writeHead(429, { 'retry-after': seconds, 'content-type': 'text/plain' });
         res.end('Too many requests');
       },
     );
@@ -156,7 +173,7 @@ async function variants(): Promise<Variant[]> {
     },
     {
       framework: 'node',
-      name: 'rate-limiter-flexible',
+      name: 'flexible + two fields',
       start: () => listen(http.createServer(flexibleHandler)),
     },
     { framework: 'express', name: 'bare', start: () => listen(expressApp()) },
