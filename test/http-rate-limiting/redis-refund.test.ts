@@ -125,5 +125,61 @@ for (const [adapter, start] of Object.entries(adapters)) {
         await app.close();
       }
     });
+
+    test('a chain of global and policy on Redis: a refund gives back both; key functions once per request', async () => {
+      const s = await store();
+      const calls = { global: 0, login: 0 };
+      const counted = (which: 'global' | 'login') => (req: RequestLike) => {
+        calls[which]++;
+        return clientHeader(req) ?? 'anon';
+      };
+      const name = fresh(`chain-${adapter}`);
+      const global = s.partitioned({
+        name: `${name}-global`,
+        key: counted('global'),
+        limiter: fixedWindow({ permitLimit: 10, window: '1m' }),
+      });
+      const login = s.partitioned({
+        name: `${name}-login`,
+        key: counted('login'),
+        limiter: fixedWindow({ permitLimit: 2, window: '1m' }),
+      });
+      const spec: AppSpec = {
+        options: { global, policies: { login: { limiter: login, skipFailedRequests: true } } },
+        routes: [{ path: '/login', limit: 'login' }],
+      };
+      const app = await start(spec);
+      try {
+        const as = { 'x-client': 'c2' };
+        const perRequest: string[] = [];
+        for (const path of [
+          '/login?throw=1',
+          '/login?throw=1',
+          '/login?throw=1',
+          '/login',
+          '/login',
+          '/login',
+        ]) {
+          const before = { ...calls };
+          const response = await get(`${app.url}${path}`, as);
+          perRequest.push(
+            `${response.status} +${calls.global - before.global}/+${calls.login - before.login}`,
+          );
+        }
+        // Three failures refunded (both members), then two admitted, then the policy says no.
+        assert.deepEqual(perRequest, [
+          '500 +1/+1',
+          '500 +1/+1',
+          '500 +1/+1',
+          '200 +1/+1',
+          '200 +1/+1',
+          '429 +1/+1',
+        ]);
+        const left = await global.statistics({ headers: as, socket: {} } as never);
+        assert.equal(left.available, 8, 'the global member got its three permits back too');
+      } finally {
+        await app.close();
+      }
+    });
   });
 }
