@@ -57,3 +57,11 @@ export const nodeDefault = nodeRateLimiting({
 export const honoDefault = honoRateLimiting({
   global: partitioned({ key: (c) => c.req.header('x-user') ?? ip(c), limiter: perMinute }),
 });
+
+// The rate limit on the request, typed on every adapter.
+export const infoTypes = {
+  express: (req: Request): number | undefined => req.rateLimit?.remaining,
+  node: (req: IncomingMessage): string | undefined => req.rateLimit?.policy,
+  fastify: (request: import('fastify').FastifyRequest): number | undefined => request.rateLimit?.limit,
+  hono: (c: import('hono').Context): readonly { name: string }[] => c.get('rateLimit').policies,
+};
