@@ -110,8 +110,11 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     return permits === 0 || this.newestFirst || this.waiting === 0 || !this.queues.has(slot);
   }
 
-  /** Consumes `permits` (already checked with {@link canGrant}) and returns the granted lease. */
-  commit(slot: number, permits: number, now: number): Lease {
+  /**
+   * Consumes `permits` (already checked with {@link canGrant}) and returns the granted lease: refundable unless
+   * the caller says it will never refund (an HTTP route without a refund rule spares the larger lease).
+   */
+  commit(slot: number, permits: number, now: number, refundable = true): Lease {
     const algorithm = this.algorithm;
     const s = this.table.states;
     const o = slot * algorithm.width;
@@ -131,6 +134,17 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     const remaining = Math.max(0, algorithm.available(s, o));
     if (!algorithm.timeBased) {
       return new HeldLease(algorithm.limit, remaining, permits, this, slot, now, this.source);
+    }
+    if (!refundable) {
+      return new Lease(
+        true,
+        undefined,
+        undefined,
+        algorithm.limit,
+        remaining,
+        algorithm.resetAfter(s, o, now),
+        this.source,
+      );
     }
     return new RefundableLease(
       algorithm.limit,
@@ -186,8 +200,8 @@ export class LimiterCore implements PermitOwner, RefundOwner {
   }
 
   /** Decides now, never waits. */
-  tryAcquire(slot: number, permits: number, now: number): Lease {
-    if (this.canGrant(slot, permits, now)) return this.commit(slot, permits, now);
+  tryAcquire(slot: number, permits: number, now: number, refundable = true): Lease {
+    if (this.canGrant(slot, permits, now)) return this.commit(slot, permits, now, refundable);
     return this.reject(slot, permits, now, 'limit');
   }
 

@@ -99,13 +99,16 @@ export class PartitionedLimiter<R> {
     return this.tryAcquireKey(keyFor(this, resource), permits);
   }
 
-  /** @internal Decides now for the partition of `key` (already computed, e.g. awaited by the HTTP layer). */
-  tryAcquireKey(key: string, permits = 1): Lease {
+  /**
+   * @internal Decides now for the partition of `key` (already computed, e.g. awaited by the HTTP layer);
+   * `refundable: false` when the caller will never refund the lease.
+   */
+  tryAcquireKey(key: string, permits = 1, refundable = true): Lease {
     const code = this.bindKey(key);
     if (code === REJECTED) return this.overflowLease(this.boundKey, permits);
     const core = this.cores[code & 255];
     if (permits !== 1) checkPermits(permits, core.algorithm.limit);
-    const lease = core.tryAcquire(code >>> 8, permits, core.options.clock.now());
+    const lease = core.tryAcquire(code >>> 8, permits, core.options.clock.now(), refundable);
     lease.key = this.boundKey;
     return lease;
   }

@@ -152,7 +152,8 @@ export class RouteLimits {
       } else {
         this.tryAcquire = (req) => only.tryAcquire(req, 1);
         this.acquire = (req, signal) => only.acquire(req, 1, { signal });
-        lone = (key) => only.tryAcquireKey(key, 1);
+        // Refundable leases only where a refund rule may ask for one (set by the engine after construction).
+        lone = (key) => only.tryAcquireKey(key, 1, this.refund !== undefined);
       }
     } else {
       if (keyed) {
