@@ -169,7 +169,14 @@ export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>
       const outcome = await hook(answer as RejectedContext<Context, Context>);
       if (outcome instanceof Response) return outcome;
     }
-    return new Response(answer.body, { status: answer.status, headers: [...answer.headers] });
+    // onRejected's Headers (which may hold several Set-Cookie fields) as they are; floodgate's own fields as a
+    // plain record, which keeps @hono/node-server's lightweight Response (a Headers object would leave it).
+    if (answer.headers instanceof Headers) {
+      return new Response(answer.body, { status: answer.status, headers: answer.headers });
+    }
+    const headers: Record<string, string> = {};
+    for (const [name, value] of answer.headers) headers[name] = value;
+    return new Response(answer.body, { status: answer.status, headers });
   };
 
   const admitted = (decision: Decision, c: Context, toRoute: () => Promise<void>): Promise<void> => {
