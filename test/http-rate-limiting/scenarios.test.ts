@@ -281,10 +281,15 @@ const scenarios: Scenario[] = [
       return {
         spec: { options: { policies: { slots } }, routes: [{ path: '/slow', limit: 'slots' }] },
         check: async (base) => {
-          const first = get(`${base}/slow?delay=500`);
-          await new Promise((r) => setTimeout(r, 120));
+          // Each step waits for the limiter's state, not for a time: under load a fixed sleep lets the holder
+          // finish before the third request arrives.
+          const until = async (done: () => boolean) => {
+            for (let i = 0; i < 200 && !done(); i++) await new Promise((r) => setTimeout(r, 5));
+          };
+          const first = get(`${base}/slow?delay=1500`);
+          await until(() => slots.statistics().available === 0);
           const queued = get(`${base}/slow?delay=10`);
-          await new Promise((r) => setTimeout(r, 120));
+          await until(() => slots.statistics().queued === 1);
           const third = await get(`${base}/slow`);
           assert.equal(third.status, 429, 'queue full');
           assert.deepEqual([(await first).status, (await queued).status], [200, 200]);
