@@ -515,5 +515,19 @@ async function inProcess(options: RunOptions): Promise<void> {
         `${framework.padEnd(9)} ${v.name.padEnd(23)} ${m.toFixed(2).padStart(10)} ${(m - bare).toFixed(2).padStart(7)}   ${seen}`,
       );
     }
+    // BASELINE=…: floodgate against the other build, paired round by round (the rounds alternate, so each pair
+    // ran under the same load), and the added CPU of each against the bare framework of its round.
+    const base = group.find((v) => v.name === 'floodgate (baseline)');
+    const ours = group.find((v) => v.name === 'floodgate');
+    if (base !== undefined && ours !== undefined) {
+      const b = samples.get(base)!;
+      const o = samples.get(ours)!;
+      const bareSamples = samples.get(group.find((v) => v.name === 'bare')!)!;
+      const total = median(o.map((x, i) => x / b[i]));
+      const added = median(o.map((x, i) => (x - bareSamples[i]) / (b[i] - bareSamples[i])));
+      console.log(
+        `${framework.padEnd(9)} floodgate / baseline, paired per round: CPU ×${total.toFixed(3)}, added CPU ×${added.toFixed(3)}`,
+      );
+    }
   }
 }

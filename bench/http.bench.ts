@@ -6,6 +6,9 @@
  *   ROUNDS=3 DURATION=4 CONNECTIONS=50 FRAMEWORKS=express,hono npm run bench:http
  *
  *   INSTRUCTIONS=1 npm run bench:http           # instructions per request under callgrind (noise-free)
+ *   BASELINE=/path/to/other/dist INPROC=1 npm run bench:http
+ *                                               # adds 'floodgate (baseline)', floodgate built from another
+ *                                               # checkout, to compare two versions in one alternating run
  *
  * The no-op contenders show what any middleware (Express, Hono) or `onRequest` hook (Fastify) costs in that
  * framework before it does anything; 'two fields, no limiter' adds the two draft-10 header fields floodgate
@@ -14,6 +17,7 @@
  * How servers are started, loaded (wrk, else autocannon) and compared: bench/http-runner.ts.
  */
 import http from 'node:http';
+import { pathToFileURL } from 'node:url';
 import type { MiddlewareHandler } from 'hono';
 import { built, builtAdapters, listen, runHttpBench, type Variant } from './http-runner.ts';
 
@@ -36,6 +40,7 @@ async function variants(): Promise<Variant[]> {
   const { fixedWindow, partitioned } = await built<typeof import('../src/index.ts')>('index');
   const { clientIp } = await built<typeof import('../src/http/client-ip.ts')>('http/client-ip');
   const floodgate = await builtAdapters();
+  const baseline = process.env.BASELINE === undefined ? undefined : await baselineBuild(process.env.BASELINE);
 
   const global = () =>
     partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: LIMIT, window: '1m' }) });
@@ -74,19 +79,72 @@ async function variants(): Promise<Variant[]> {
     await app.listen({ port: 0, host: '127.0.0.1' });
     return app.server;
   };
-  // node:http has no usual limiter; rate-limiter-flexible is the most used framework-free one.
+  // node:http has no usual limiter; rate-limiter-flexible is the most used framework-free one, here with what a
+  // hand-written integration sends: the same two draft-10 fields (built per request from its answer), and a 429.
   const flexible = new RateLimiterMemory({ points: LIMIT, duration: 60 });
+  const flexiblePolicy = `"global";q=${LIMIT};w=60`;
+  const flexibleFields = (
+    res: http.ServerResponse,
+    answer: { remainingPoints: number; msBeforeNext: number },
+  ) => {
+    res.setHeader('RateLimit-Policy', flexiblePolicy);
+    res.setHeader(
+      'RateLimit',
+      `"global";r=${answer.remainingPoints};t=${Math.ceil(answer.msBeforeNext / 1000)}`,
+    );
+  };
   const flexibleHandler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     flexible.consume(req.socket.remoteAddress ?? '').then(
-      () => nodeHandler(req, res),
-      () => {
-        res.writeHead(429, { 'retry-after': '60' });
+      (answer) => {
+        flexibleFields(res, answer);
+        nodeHandler(req, res);
+      },
+      (answer) => {
+        flexibleFields(res, answer);
+        const seconds = String(Math.max(1, Math.ceil(answer.msBeforeNext / 1000)));
+        res.writeHead(429, { 'retry-after': seconds, 'content-type': 'text/plain' });
         res.end('Too many requests');
       },
     );
   };
 
+  const baselines: Variant[] =
+    baseline === undefined
+      ? []
+      : [
+          {
+            framework: 'node',
+            name: 'floodgate (baseline)',
+            start: () =>
+              listen(
+                http.createServer(baseline.node.rateLimiting({ global: baseline.global() })(nodeHandler)),
+              ),
+          },
+          {
+            framework: 'express',
+            name: 'floodgate (baseline)',
+            start: () => listen(expressApp(baseline.express.rateLimiting({ global: baseline.global() }))),
+          },
+          {
+            framework: 'fastify',
+            name: 'floodgate (baseline)',
+            start: async () => {
+              const app = Fastify();
+              await app.register(baseline.fastify.rateLimiting, { global: baseline.global() });
+              app.get('/', async () => 'ok');
+              await app.listen({ port: 0, host: '127.0.0.1' });
+              return app.server;
+            },
+          },
+          {
+            framework: 'hono',
+            name: 'floodgate (baseline)',
+            start: () => listen(honoApp(baseline.hono.rateLimiting({ global: baseline.global() }))),
+          },
+        ];
+
   return [
+    ...baselines,
     { framework: 'node', name: 'bare', start: () => listen(http.createServer(nodeHandler)) },
     {
       framework: 'node',
@@ -115,7 +173,7 @@ async function variants(): Promise<Variant[]> {
     },
     {
       framework: 'node',
-      name: 'rate-limiter-flexible',
+      name: 'flexible + two fields',
       start: () => listen(http.createServer(flexibleHandler)),
     },
     { framework: 'express', name: 'bare', start: () => listen(expressApp()) },
@@ -199,6 +257,21 @@ async function variants(): Promise<Variant[]> {
         ),
     },
   ];
+}
+
+/** floodgate built in another checkout (`BASELINE` is its dist/ directory). */
+async function baselineBuild(dist: string) {
+  const from = <T>(path: string) => import(pathToFileURL(`${dist}/${path}.js`).href) as Promise<T>;
+  const { fixedWindow, partitioned } = await from<typeof import('../src/index.ts')>('index');
+  const { clientIp } = await from<typeof import('../src/http/client-ip.ts')>('http/client-ip');
+  return {
+    global: () =>
+      partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: LIMIT, window: '1m' }) }),
+    node: await from<typeof import('../src/adapters/node/index.ts')>('adapters/node/index'),
+    express: await from<typeof import('../src/adapters/express/index.ts')>('adapters/express/index'),
+    hono: await from<typeof import('../src/adapters/hono/index.ts')>('adapters/hono/index'),
+    fastify: await from<typeof import('../src/adapters/fastify/index.ts')>('adapters/fastify/index'),
+  };
 }
 
 await runHttpBench({

@@ -26,6 +26,16 @@ export interface Algorithm {
   take(s: Float64Array, o: number, n: number): void;
   /** Gives back `n` permits taken now (a rollback, or a concurrency release). */
   give(s: Float64Array, o: number, n: number): void;
+  /**
+   * Where permits taken now come back to when refunded: the window (or segment) start; 0 when it does not matter
+   * (token bucket) or permits come back by release (concurrency).
+   */
+  mark(s: Float64Array, o: number): number;
+  /**
+   * Gives back `n` permits taken at `mark` (a refund, Go's `Reservation.Cancel`): into the window or segment they
+   * came from while it is still current or in the window, never into a later one, never above the limit.
+   */
+  refund(s: Float64Array, o: number, n: number, mark: number): void;
   /** Milliseconds until `n` permits could be available, ignoring later arrivals; 0 when they are; NaN if unknown. */
   retryAfter(s: Float64Array, o: number, now: number, n: number): number;
   /** Milliseconds until the state is back to full; 0 when it is; NaN if unknown. */

@@ -30,6 +30,13 @@ export class Concurrency implements Algorithm {
     s[o] -= n;
   }
 
+  mark(): number {
+    return 0;
+  }
+
+  /** Concurrency permits come back by release, not refund. */
+  refund(): void {}
+
   retryAfter(s: Float64Array, o: number, _now: number, n: number): number {
     return this.limit - s[o] >= n ? 0 : Number.NaN;
   }

@@ -43,6 +43,16 @@ export class FixedWindow implements Algorithm {
     s[o + 1] -= n;
   }
 
+  mark(s: Float64Array, o: number): number {
+    return s[o];
+  }
+
+  refund(s: Float64Array, o: number, n: number, mark: number): void {
+    // A later window owes nothing to a request of an earlier one.
+    if (s[o] !== mark) return;
+    s[o + 1] = Math.max(0, s[o + 1] - n);
+  }
+
   retryAfter(s: Float64Array, o: number, now: number, n: number): number {
     return this.limit - s[o + 1] >= n ? 0 : s[o] + this.windowMs - now;
   }

@@ -63,6 +63,21 @@ export class SlidingWindow implements Algorithm {
     s[o + 3 + s[o + 1]] -= n;
   }
 
+  mark(s: Float64Array, o: number): number {
+    return s[o];
+  }
+
+  refund(s: Float64Array, o: number, n: number, mark: number): void {
+    // The segment the permits were taken in, if it is still in the window: k segments back from the current one.
+    const k = Math.round((s[o] - mark) / this.segmentMs);
+    if (k < 0 || k >= this.segments) return;
+    const slot = (s[o + 1] - k + this.segments) % this.segments;
+    const back = Math.min(n, s[o + 3 + slot]);
+    if (!(back > 0)) return;
+    s[o + 3 + slot] -= back;
+    s[o + 2] -= back;
+  }
+
   retryAfter(s: Float64Array, o: number, now: number, n: number): number {
     const need = n - (this.limit - s[o + 2]);
     if (need <= 0) return 0;

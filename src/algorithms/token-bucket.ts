@@ -69,6 +69,15 @@ export class TokenBucket implements Algorithm {
     s[o + 1] += n;
   }
 
+  mark(): number {
+    return 0;
+  }
+
+  refund(s: Float64Array, o: number, n: number): void {
+    // Tokens refilled since make up for the taken ones: the bucket never holds more than its limit.
+    s[o + 1] = Math.min(this.limit, s[o + 1] + n);
+  }
+
   retryAfter(s: Float64Array, o: number, now: number, n: number): number {
     return this.timeUntil(s, o, now, n);
   }

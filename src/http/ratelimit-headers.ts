@@ -1,5 +1,6 @@
 import * as crypto from 'node:crypto';
 import { describe } from '../duration.ts';
+import { ownText } from '../limiters/partitioned.ts';
 import { rejectUnknown } from '../options/known.ts';
 
 /** A quota unit of draft-ietf-httpapi-ratelimit-headers-10 (§3.1.2). */
@@ -260,9 +261,10 @@ export function partitionKeyHasher(options: PartitionKeyHasherOptions = {}): Par
     let hashed = cache.get(key);
     if (hashed === undefined) {
       // 12 bytes are 16 base64 characters with no padding: a prefix of the full digest's base64.
-      hashed = sha256Base64(salt + key).slice(0, 16);
+      hashed = ownText(sha256Base64(salt + key).slice(0, 16));
       if (cache.size >= cacheSize) cache.clear();
-      if (cacheSize > 0) cache.set(key, hashed);
+      // Owned text: a key cut from a request header would otherwise keep the whole header alive.
+      if (cacheSize > 0) cache.set(ownText(key), hashed);
     }
     return hashed;
   };

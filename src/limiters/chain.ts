@@ -14,7 +14,7 @@ type Member = RateLimiter | PartitionedLimiter<any>;
  * so the Redis store's chain uses it too: a partitioned member is anything with a `keyOf(resource)`.
  */
 export type ChainResource<M extends readonly unknown[]> = {
-  [K in keyof M]: M[K] extends { readonly keyOf: (resource: infer R) => string } ? R : never;
+  [K in keyof M]: M[K] extends { readonly keyOf: (resource: infer R) => unknown } ? R : never;
 }[number] extends infer U
   ? [U] extends [never]
     ? void
@@ -185,7 +185,7 @@ export class ChainLimiter<R = void> {
         slots[i] = 0;
       } else {
         const code = member.bind(resource);
-        if (code < 0) return member.tryAcquire(resource, permits);
+        if (code < 0) return member.overflowLease(member.boundKey, permits);
         keys[i] = member.boundKey;
         cores[i] = member.coreOf(code);
         slots[i] = code >>> 8;

@@ -1,6 +1,14 @@
 import type { Algorithm } from '../algorithms/algorithm.ts';
 import { MemoryTable } from '../stores/memory-table.ts';
-import { HeldLease, Lease, type PermitOwner, type RejectionReason, type ReleaseOutcome } from './lease.ts';
+import {
+  HeldLease,
+  Lease,
+  type PermitOwner,
+  RefundableLease,
+  type RefundOwner,
+  type RejectionReason,
+  type ReleaseOutcome,
+} from './lease.ts';
 import { type Waiter, WaitQueue } from './wait-queue.ts';
 
 /** A monotonic clock in milliseconds. */
@@ -35,7 +43,7 @@ export interface CoreWaiter extends Waiter {
  * state lazily, grants or rejects, keeps a queue per partition that has waiters, and runs one wake-up timer only
  * while someone waits on a time-based algorithm.
  */
-export class LimiterCore implements PermitOwner {
+export class LimiterCore implements PermitOwner, RefundOwner {
   readonly table: MemoryTable;
   /** Totals over every partition: requests granted and rejected (probes and cancellations are not counted). */
   granted = 0;
@@ -103,8 +111,11 @@ export class LimiterCore implements PermitOwner {
     return permits === 0 || this.newestFirst || this.waiting === 0 || !this.queues.has(slot);
   }
 
-  /** Consumes `permits` (already checked with {@link canGrant}) and returns the granted lease. */
-  commit(slot: number, permits: number, now: number): Lease {
+  /**
+   * Consumes `permits` (already checked with {@link canGrant}) and returns the granted lease: refundable unless
+   * the caller says it will never refund (an HTTP route without a refund rule spares the larger lease).
+   */
+  commit(slot: number, permits: number, now: number, refundable = true): Lease {
     const algorithm = this.algorithm;
     const s = this.table.states;
     const o = slot * algorithm.width;
@@ -125,15 +136,39 @@ export class LimiterCore implements PermitOwner {
     if (!algorithm.timeBased) {
       return new HeldLease(algorithm.limit, remaining, permits, this, slot, now, this.source);
     }
-    return new Lease(
-      true,
-      undefined,
-      undefined,
+    if (!refundable) {
+      return new Lease(
+        true,
+        undefined,
+        undefined,
+        algorithm.limit,
+        remaining,
+        algorithm.resetAfter(s, o, now),
+        this.source,
+      );
+    }
+    return new RefundableLease(
       algorithm.limit,
       remaining,
       algorithm.resetAfter(s, o, now),
       this.source,
+      this,
+      slot,
+      permits,
+      algorithm.mark(s, o),
+      this.table.generation(slot),
     );
+  }
+
+  /** A granted time-based lease gave its permits back (a refund): see {@link Lease.refund}. */
+  refundPermits(slot: number, permits: number, mark: number, generation: number): void {
+    // The partition was dropped (it was full: nothing to give back) and its slot may hold another key now.
+    if (this.table.generation(slot) !== generation) return;
+    const now = this.options.clock.now();
+    const o = slot * this.algorithm.width;
+    this.algorithm.advance(this.table.states, o, now);
+    this.algorithm.refund(this.table.states, o, permits, mark);
+    if (this.waiting > 0) this.drain(slot, now);
   }
 
   /** Gives back permits consumed by {@link commit} in this same step (a chain's rollback). */
@@ -166,8 +201,8 @@ export class LimiterCore implements PermitOwner {
   }
 
   /** Decides now, never waits. */
-  tryAcquire(slot: number, permits: number, now: number): Lease {
-    if (this.canGrant(slot, permits, now)) return this.commit(slot, permits, now);
+  tryAcquire(slot: number, permits: number, now: number, refundable = true): Lease {
+    if (this.canGrant(slot, permits, now)) return this.commit(slot, permits, now, refundable);
     return this.reject(slot, permits, now, 'limit');
   }
 

@@ -47,6 +47,14 @@ export class Lease implements Disposable {
    */
   release(_outcome?: ReleaseOutcome): void {}
 
+  /**
+   * Gives the permits of a granted lease of a time-based limiter back (Go's `Reservation.Cancel`): into the window
+   * or bucket they came from while it is current, never into a later one, never above the limit — a request
+   * that should not count (`skipSuccessfulRequests`). Idempotent: only the first call gives back. A concurrency
+   * lease releases instead; a rejected lease has nothing to give.
+   */
+  refund(): void {}
+
   [Symbol.dispose](): void {
     this.release();
   }
@@ -55,6 +63,38 @@ export class Lease implements Disposable {
 /** Whoever takes a held lease's permits back. */
 export interface PermitOwner {
   releasePermits(slot: number, permits: number, heldSince: number, outcome?: ReleaseOutcome): void;
+}
+
+/** Whoever takes a refunded lease's permits back. */
+export interface RefundOwner {
+  refundPermits(slot: number, permits: number, mark: number, generation: number): void;
+}
+
+/** A granted lease of a time-based limiter, which can be refunded once. */
+export class RefundableLease extends Lease {
+  private owner: RefundOwner | undefined;
+
+  constructor(
+    limit: number,
+    remaining: number,
+    resetAfterMs: number | undefined,
+    source: object | undefined,
+    owner: RefundOwner,
+    private readonly slot: number,
+    private readonly permits: number,
+    private readonly mark: number,
+    private readonly generation: number,
+  ) {
+    super(true, undefined, undefined, limit, remaining, resetAfterMs, source);
+    this.owner = owner;
+  }
+
+  override refund(): void {
+    const owner = this.owner;
+    if (owner === undefined) return;
+    this.owner = undefined;
+    owner.refundPermits(this.slot, this.permits, this.mark, this.generation);
+  }
 }
 
 /** A granted lease that holds permits until released. */
@@ -104,5 +144,10 @@ export class ChainLease extends Lease {
 
   override release(outcome?: ReleaseOutcome): void {
     for (const lease of this.members) lease.release(outcome);
+  }
+
+  /** Refunds every member (each member's lease gives back at most once). */
+  override refund(): void {
+    for (const lease of this.members) lease.refund();
   }
 }

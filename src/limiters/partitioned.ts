@@ -2,6 +2,7 @@ import type { Algorithm } from '../algorithms/algorithm.ts';
 import { describe } from '../duration.ts';
 import { rejectUnknown } from '../options/known.ts';
 import { LimiterCore } from './core.ts';
+import { keyFor } from './keyed.ts';
 import { Lease } from './lease.ts';
 import { checkPermits, integer, object, oneOf } from './options.ts';
 import type { AcquireOptions, LimiterSpec, Statistics } from './rate-limiter.ts';
@@ -11,8 +12,12 @@ export type OverflowPolicy = 'reject' | 'shared';
 
 /** Options of {@link partitioned}. */
 export interface PartitionedOptions<R> {
-  /** The partition key of a resource (a request, a user…). Keep it short: it is stored per partition. */
-  key: (resource: R) => string;
+  /**
+   * The partition key of a resource (a request, a user…). Keep it short: it is stored per partition. Under
+   * `rateLimiting` it may return a promise (a session or API-key lookup), which is awaited before deciding;
+   * `tryAcquire`/`acquire` called directly need a string.
+   */
+  key: (resource: R) => string | PromiseLike<string>;
   /** The limiter every partition is built from, or one per key (tiers). Called once per new partition. */
   limiter: LimiterSpec | ((key: string) => LimiterSpec);
   /** The most partitions kept in memory. Default 100 000; at most 4 000 000. */
@@ -44,7 +49,7 @@ const REJECTED = -1;
  */
 export class PartitionedLimiter<R> {
   /** The partition key of a resource: the `key` option. */
-  readonly keyOf: (resource: R) => string;
+  readonly keyOf: (resource: R) => string | PromiseLike<string>;
   private readonly specOf: (key: string) => LimiterSpec;
   /** The spec every partition is built from, or undefined when it is chosen per key (tiers). */
   readonly spec: LimiterSpec | undefined;
@@ -101,11 +106,19 @@ export class PartitionedLimiter<R> {
 
   /** Decides now for `resource`'s partition and never waits. */
   tryAcquire(resource: R, permits = 1): Lease {
-    const code = this.bind(resource);
-    if (code === REJECTED) return this.overflowLease(resource, permits);
+    return this.tryAcquireKey(keyFor(this, resource), permits);
+  }
+
+  /**
+   * @internal Decides now for the partition of `key` (already computed, e.g. awaited by the HTTP layer);
+   * `refundable: false` when the caller will never refund the lease.
+   */
+  tryAcquireKey(key: string, permits = 1, refundable = true): Lease {
+    const code = this.bindKey(key);
+    if (code === REJECTED) return this.overflowLease(this.boundKey, permits);
     const core = this.cores[code & 255];
     if (permits !== 1) checkPermits(permits, core.algorithm.limit);
-    const lease = core.tryAcquire(code >>> 8, permits, core.options.clock.now());
+    const lease = core.tryAcquire(code >>> 8, permits, core.options.clock.now(), refundable);
     lease.key = this.boundKey;
     return lease;
   }
@@ -119,7 +132,7 @@ export class PartitionedLimiter<R> {
     } catch (error) {
       return Promise.reject(error);
     }
-    if (code === REJECTED) return Promise.resolve(this.overflowLease(resource, permits));
+    if (code === REJECTED) return Promise.resolve(this.overflowLease(this.boundKey, permits));
     return this.cores[code & 255].acquire(code >>> 8, permits, options?.signal, this.boundKey);
   }
 
@@ -131,9 +144,10 @@ export class PartitionedLimiter<R> {
       granted += core.granted;
       rejected += core.rejected;
     }
-    const code = this.map.get(this.keyOf(resource));
+    const key = keyFor(this, resource);
+    const code = this.map.get(key);
     if (code === undefined) {
-      const spec = this.specOf(this.keyOf(resource));
+      const spec = this.specOf(key);
       return { available: spec.algorithm.limit, queued: 0, granted, rejected };
     }
     const core = this.cores[code & 255];
@@ -146,13 +160,19 @@ export class PartitionedLimiter<R> {
    * full and `overflow` is `'reject'`.
    */
   bind(resource: R): number {
-    const key = this.keyOf(resource);
+    return this.bindKey(keyFor(this, resource));
+  }
+
+  /** @internal {@link bind} for a key computed already. */
+  bindKey(key: string): number {
     this.boundKey = key;
     if (key === this.lastKey) return this.lastCode;
     const code = this.map.get(key);
     if (code === undefined) {
       if (typeof key !== 'string')
-        throw new TypeError(`partitioned: key() must return a string; got ${describe(key)}`);
+        throw new TypeError(
+          `partitioned: key() must return a string; got ${describe(key)}${isThenable(key) ? ' (async keys are awaited by rateLimiting; call tryAcquire with the awaited key)' : ''}`,
+        );
       return this.create(key);
     }
     this.lastKey = key;
@@ -184,9 +204,12 @@ export class PartitionedLimiter<R> {
       return (slot << 8) | index;
     }
     const slot = core.allocate(now);
-    this.slotKeys[index][slot] = key;
+    // A key cut from a request (an address out of a 15 KB X-Forwarded-For) is a view of the whole header in V8:
+    // stored as is, every partition would keep its request's header alive. A stored key owns its text.
+    const own = ownText(key);
+    this.slotKeys[index][slot] = own;
     const code = (slot << 8) | index;
-    this.map.set(key, code);
+    this.map.set(own, code);
     return code;
   }
 
@@ -262,8 +285,8 @@ export class PartitionedLimiter<R> {
     return total;
   }
 
-  private overflowLease(resource: R, permits: number): Lease {
-    const key = this.keyOf(resource);
+  /** @internal The lease of a new key turned away because the limiter is full (`key` as bound). */
+  overflowLease(key: string, permits: number): Lease {
     const spec = this.specOf(key);
     checkPermits(permits, spec.algorithm.limit);
     const now = spec.options.clock.now();
@@ -278,6 +301,20 @@ export class PartitionedLimiter<R> {
 /** Partitions per key, from a key function and a limiter spec (or one spec per key). See {@link PartitionedLimiter}. */
 export function partitioned<R>(options: PartitionedOptions<R>): PartitionedLimiter<R> {
   return new PartitionedLimiter(options);
+}
+
+/**
+ * A copy of `text` that refers to no other string. V8 copies substrings shorter than 13 characters; a longer
+ * one is a slice of its parent, and concatenating then slicing makes V8 flatten the text into a new string.
+ *
+ * @internal Exported for the tests and the `pk` cache.
+ */
+export function ownText(text: string): string {
+  return text.length < 13 ? text : ` ${text}`.slice(1);
+}
+
+function isThenable(value: unknown): boolean {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }
 
 function isSpec(value: unknown): value is LimiterSpec {

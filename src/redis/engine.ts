@@ -8,6 +8,7 @@ import { Decision } from './decision.ts';
 import { Dispatcher, type StoreUnavailableError } from './dispatcher.ts';
 import type { ResolvedOptions } from './options.ts';
 import { decodeNumber, encodeLone, encodeRequest, type MemberCall, type Op, specText } from './protocol.ts';
+import { RedisRefundableLease } from './refund.ts';
 import { keySlot } from './slot.ts';
 import { leaseOf } from './unavailable.ts';
 
@@ -350,15 +351,7 @@ export class Engine {
       // A lone time-based member granted: the commonest answer, without the chain's bookkeeping.
       const m = members[0];
       if (permits > 0) m.owner.granted++;
-      const lease = new Lease(
-        true,
-        undefined,
-        undefined,
-        m.spec.algorithm.limit,
-        Number(reply[1]),
-        decodeNumber(reply[2]),
-        m.owner,
-      );
+      const lease = this.granted(m, permits, Number(reply[1]), decodeNumber(reply[2]));
       lease.key = m.partKey;
       return { lease, blocked: -1, local: false };
     }
@@ -372,16 +365,10 @@ export class Engine {
         if (permits > 0) m.owner.granted++;
         if (permits > 0 && !m.spec.algorithm.timeBased) {
           leases[i] = this.held(binding, m, remaining, permits, leaseId);
+        } else if (m.spec.algorithm.timeBased) {
+          leases[i] = this.granted(m, permits, remaining, decodeNumber(reply[2 + 2 * i]));
         } else {
-          leases[i] = new Lease(
-            true,
-            undefined,
-            undefined,
-            limit,
-            remaining,
-            decodeNumber(reply[2 + 2 * i]),
-            m.owner,
-          );
+          leases[i] = new Lease(true, undefined, undefined, limit, remaining, undefined, m.owner);
         }
         leases[i].key = m.partKey;
         if (leases[i].remaining < leases[decisive].remaining) decisive = i;
@@ -408,6 +395,33 @@ export class Engine {
     if (!binding.chain) return { lease, blocked: index, local: false };
     const chained = new ChainLease(lease, decodeNumber(reply[3]), [lease], lease.source);
     return { lease: chained, blocked: index, local: false };
+  }
+
+  /** A granted lease of a time-based member: refundable (see `RedisRefundableLease`) when it took permits. */
+  private granted(m: BoundMember, permits: number, remaining: number, reset: number | undefined): Lease {
+    const limit = m.spec.algorithm.limit;
+    if (permits === 0) return new Lease(true, undefined, undefined, limit, remaining, reset, m.owner);
+    return new RedisRefundableLease(
+      limit,
+      remaining,
+      reset,
+      m.owner,
+      permits,
+      this.clock(),
+      this.clock,
+      (n, expected) => this.refundOp(m, n, expected),
+    );
+  }
+
+  /** The clock refunds measure elapsed time on: the test clock, or this process's monotonic clock. */
+  private readonly clock = (): number => (this.options.clock ? this.options.clock.now() : performance.now());
+
+  /** Gives a grant's permits back (op `r`); a failure leaves them spent, as if never refunded. */
+  private refundOp(m: BoundMember, permits: number, expectedResetMs: number): void {
+    const args: string[] = [];
+    const binding: Binding = { members: [m], partKey: undefined, chain: false };
+    this.encodeArgs(args, binding, 'r', permits, String(Math.round(expectedResetMs)), false, this.now());
+    this.dispatcher.request([m.key], args).catch(() => {});
   }
 
   /** A concurrency lease held in Redis: renewed while held, returned on release, expired if this process dies. */

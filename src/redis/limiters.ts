@@ -1,4 +1,5 @@
 import { describe } from '../duration.ts';
+import { keyFor } from '../limiters/keyed.ts';
 import type { Lease } from '../limiters/lease.ts';
 import type { AcquireOptions, LimiterSpec, Statistics } from '../limiters/rate-limiter.ts';
 import { rejectUnknown } from '../options/known.ts';
@@ -25,8 +26,8 @@ export const REDIS_LIMITER_OPTION_NAMES = [
 export interface RedisPartitionedOptions<R> {
   /** The limiter's name, part of every partition's key. */
   name: string;
-  /** The partition key of a resource. */
-  key: (resource: R) => string;
+  /** The partition key of a resource. Under `rateLimiting` it may return a promise, which is awaited. */
+  key: (resource: R) => string | PromiseLike<string>;
   /** The limiter every partition is built from, or one per key (tiers). */
   limiter: LimiterSpec | ((key: string) => LimiterSpec);
   /**
@@ -126,7 +127,7 @@ export class RedisPartitionedLimiter<R> implements Owner {
   rejected = 0;
   readonly name: string;
   /** The partition key of a resource: the `key` option. */
-  readonly keyOf: (resource: R) => string;
+  readonly keyOf: (resource: R) => string | PromiseLike<string>;
   private readonly specOf: (key: string) => LimiterSpec;
   /** The spec every partition is built from, or undefined when it is chosen per key (tiers). */
   readonly spec: LimiterSpec | undefined;
@@ -197,7 +198,7 @@ export class RedisPartitionedLimiter<R> implements Owner {
 
   /** @internal The member bound to `resource`'s partition, and the partition key. */
   bind(resource: R): { member: BoundMember; partKey: string } {
-    const partKey = this.keyOf(resource);
+    const partKey = keyFor(this, resource);
     return { member: this.member(partKey), partKey };
   }
 
@@ -222,7 +223,7 @@ export class RedisPartitionedLimiter<R> implements Owner {
   }
 
   private binding(resource: R): Binding {
-    const partKey = this.keyOf(resource);
+    const partKey = keyFor(this, resource);
     return { members: [this.member(partKey)], partKey, chain: false };
   }
 }

@@ -4,7 +4,7 @@ import { SlidingWindow } from '../algorithms/sliding-window.ts';
 import { TokenBucket } from '../algorithms/token-bucket.ts';
 
 /** The operations of the decision script (see `lua/decide.ts`). */
-export type Op = 't' | 'w' | 'p' | 'x' | 'n';
+export type Op = 't' | 'w' | 'p' | 'x' | 'n' | 'r';
 
 /** Arguments per member the script reads, in order: `spec, origin, blocked, lease`. */
 export const MEMBER_ARGS = 4;

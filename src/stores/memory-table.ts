@@ -6,6 +6,8 @@ export class MemoryTable {
   /** The states, `width` numbers per slot. Replaced (grown) on allocation; do not keep a reference across calls. */
   states: Float64Array;
   private readonly free: number[] = [];
+  /** Per slot, how many times it was released: a refund checks that its slot still holds the same partition. */
+  private readonly generations: number[] = [];
   private highWater = 0;
   private live = 0;
 
@@ -40,8 +42,14 @@ export class MemoryTable {
     return slot;
   }
 
+  /** How many times `slot` was released so far. */
+  generation(slot: number): number {
+    return this.generations[slot] ?? 0;
+  }
+
   /** Returns a slot to the free list. */
   release(slot: number): void {
+    this.generations[slot] = this.generation(slot) + 1;
     this.live--;
     this.free.push(slot);
   }

@@ -71,10 +71,12 @@ test('time_in_queue records the real result; queue and lease instruments carry o
   const owner = new RateLimiting({ policies: { q: concurrency({ permitLimit: 5, queueLimit: 1 }) } });
   const mixed = owner.route('q');
   const held = [];
-  for (let i = 0; i < 5; i++) held.push(await owner.decide(req, mixed, () => undefined));
-  const waiting = owner.decide(req, mixed, () => undefined); // queued
+  for (let i = 0; i < 5; i++)
+    held.push(await owner.decide(req, undefined, mixed, () => undefined, undefined));
+  const waiting = owner.decide(req, undefined, mixed, () => undefined, undefined); // queued
   const full = [];
-  for (let i = 0; i < 3; i++) full.push(await owner.decide(req, mixed, () => undefined));
+  for (let i = 0; i < 3; i++)
+    full.push(await owner.decide(req, undefined, mixed, () => undefined, undefined));
   assert.deepEqual(
     full.map((d) => d.result),
     ['queue_full', 'queue_full', 'queue_full'],
@@ -106,9 +108,9 @@ test('time_in_queue records the real result; queue and lease instruments carry o
 test('a canceled wait is recorded under canceled', async () => {
   const engine = new RateLimiting({ policies: { q: concurrency({ permitLimit: 1, queueLimit: 1 }) } });
   const route = engine.route('q');
-  const first = await engine.decide(req, route, () => undefined);
+  const first = await engine.decide(req, undefined, route, () => undefined, undefined);
   const controller = new AbortController();
-  const waiting = engine.decide(req, route, () => controller.signal);
+  const waiting = engine.decide(req, undefined, route, () => controller.signal, undefined);
   now += 400;
   controller.abort(new DOMException('gone', 'AbortError'));
   assert.equal((await waiting).result, 'canceled');

@@ -29,6 +29,22 @@ export interface AppSpec {
   routes: RouteSpec[];
   /** Register routes before the rate-limiting middleware/plugin (ordering must not matter). */
   routesFirst?: boolean;
+  /**
+   * An auth middleware/hook before the limiter: a request with `x-user: name` gets a user the framework's way —
+   * `req.user` (node, Express), `request.user` (Fastify), `c.set('user')` (Hono) — as `{ id: name }`.
+   */
+  auth?: boolean;
+}
+
+/** The user the auth middleware of {@link AppSpec.auth} set, read the framework's way, whatever the adapter. */
+export function userOf(req: unknown): { id: string } | undefined {
+  const r = req as { user?: { id: string }; get?: (name: string) => unknown; req?: unknown };
+  if (r.req !== undefined && typeof r.get === 'function') return r.get('user') as { id: string } | undefined;
+  return r.user;
+}
+
+function authenticate(header: string | string[] | undefined): { id: string } | undefined {
+  return typeof header === 'string' ? { id: header } : undefined;
 }
 
 export interface Running {
@@ -43,14 +59,17 @@ function params(url: string | undefined): { delay: number; fail: boolean } {
   return { delay: Number(query.get('delay') ?? 0), fail: query.get('throw') === '1' };
 }
 
-async function work(url: string | undefined): Promise<string> {
+/** `?info=1` answers the request's rate-limit info as JSON, read the framework's way (`info`). */
+async function work(url: string | undefined, info?: unknown): Promise<string> {
   const { delay, fail } = params(url);
   if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
   if (fail) throw new Error('handler failed on purpose');
+  if (new URL(url ?? '/', 'http://x').searchParams.get('info') === '1') return JSON.stringify(info ?? null);
   return 'ok';
 }
 
-function listen(server: http.Server): Promise<Running> {
+/** Listens on a free loopback port. */
+export function listen(server: http.Server): Promise<Running> {
   return new Promise((resolve) => {
     server.listen(0, '127.0.0.1', () => {
       const { port } = server.address() as AddressInfo;
@@ -73,7 +92,7 @@ const pathOf = (url: string | undefined) => (url ?? '/').split('?', 1)[0];
 const node: Start = async (spec) => {
   const limit = nodeRateLimiting(spec.options);
   const handler = (req: IncomingMessage, res: ServerResponse) =>
-    work(req.url).then(
+    work(req.url, req.rateLimit).then(
       (body) => res.end(body),
       () => {
         res.statusCode = 500;
@@ -85,7 +104,12 @@ const node: Start = async (spec) => {
     res.statusCode = 404;
     res.end();
   });
-  return listen(http.createServer((req, res) => (routes.get(pathOf(req.url)) ?? notFound)(req, res)));
+  return listen(
+    http.createServer((req, res) => {
+      if (spec.auth) (req as IncomingMessage & { user?: unknown }).user = authenticate(req.headers['x-user']);
+      (routes.get(pathOf(req.url)) ?? notFound)(req, res);
+    }),
+  );
 };
 
 function expressApp(factory: typeof express | typeof express4): Start {
@@ -93,7 +117,7 @@ function expressApp(factory: typeof express | typeof express4): Start {
     const app = (factory as typeof express)();
     const limiter = expressRateLimiting(spec.options);
     const handler = (req: express.Request, res: express.Response, next: express.NextFunction) => {
-      work(req.url).then((body) => res.send(body), next);
+      work(req.url, req.rateLimit).then((body) => res.send(body), next);
     };
     const addRoutes = () => {
       for (const route of spec.routes) {
@@ -102,6 +126,12 @@ function expressApp(factory: typeof express | typeof express4): Start {
         else app.get(route.path, limiter.requirePolicy(route.limit as string), handler);
       }
     };
+    if (spec.auth) {
+      app.use((req: express.Request & { user?: unknown }, _res, next) => {
+        req.user = authenticate(req.headers['x-user']);
+        next();
+      });
+    }
     if (spec.routesFirst) addRoutes();
     app.use(limiter);
     if (!spec.routesFirst) addRoutes();
@@ -120,10 +150,15 @@ const fastify: Start = async (spec) => {
       app.get(
         route.path,
         { config: route.limit === undefined ? {} : { rateLimit: route.limit } },
-        (request) => work(request.url),
+        (request) => work(request.url, request.rateLimit),
       );
     }
   };
+  if (spec.auth) {
+    app.addHook('onRequest', async (request) => {
+      (request as typeof request & { user?: unknown }).user = authenticate(request.headers['x-user']);
+    });
+  }
   if (spec.routesFirst) addRoutes();
   await app.register(fastifyRateLimiting, spec.options);
   if (!spec.routesFirst) addRoutes();
@@ -134,7 +169,7 @@ const fastify: Start = async (spec) => {
 const hono: Start = async (spec) => {
   const app = new Hono();
   const limiter = honoRateLimiting(spec.options);
-  const handler = async (c: import('hono').Context) => c.text(await work(c.req.url));
+  const handler = async (c: import('hono').Context) => c.text(await work(c.req.url, c.get('rateLimit')));
   const addRoutes = () => {
     for (const route of spec.routes) {
       if (route.limit === undefined) app.get(route.path, handler);
@@ -142,6 +177,12 @@ const hono: Start = async (spec) => {
       else app.get(route.path, limiter.requirePolicy(route.limit as string), handler);
     }
   };
+  if (spec.auth) {
+    app.use(async (c, next) => {
+      c.set('user' as never, authenticate(c.req.header('x-user')) as never);
+      await next();
+    });
+  }
   if (spec.routesFirst) addRoutes();
   app.use(limiter);
   if (!spec.routesFirst) addRoutes();
@@ -160,6 +201,20 @@ const hono: Start = async (spec) => {
   });
 };
 
+/** Runs `check` against one adapter's app built from `spec`, closing it afterwards. */
+export async function withApp(
+  name: string,
+  spec: AppSpec,
+  check: (base: string) => Promise<void>,
+): Promise<void> {
+  const server = await adapters[name](spec);
+  try {
+    await check(server.url);
+  } finally {
+    await server.close();
+  }
+}
+
 export const adapters: Record<string, Start> = {
   node,
   express5: expressApp(express),
@@ -167,6 +222,27 @@ export const adapters: Record<string, Start> = {
   fastify,
   hono,
 };
+
+/** A GET from a given local address (127.0.0.2 is another client of a server on 127.0.0.1), on a fresh connection. */
+export function getFrom(
+  url: string,
+  localAddress: string,
+  headers: Record<string, string | string[]> = {},
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const request = http.get(url, { localAddress, headers, agent: false }, (response) => {
+      let body = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      response.on('end', () =>
+        resolve({ status: response.statusCode ?? 0, headers: response.headers, body }),
+      );
+    });
+    request.on('error', reject);
+  });
+}
 
 /** A GET with a fresh connection per request, so nothing is shared between requests but the server. */
 export async function get(

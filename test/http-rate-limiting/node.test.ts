@@ -53,9 +53,9 @@ test('node: an outer wrapper cannot silently drop an inner route policy', async 
 
 test('node: the key function runs once per admitted request, and the limiter is left as built', async () => {
   let calls = 0;
-  const key = (req: { path: string }) => {
+  const key = (req: { url?: string }) => {
     calls++;
-    return req.path;
+    return req.url ?? '/';
   };
   const perPath = partitioned({ key, limiter: fixedWindow({ permitLimit: 5, window: '1m' }) });
   const limit = rateLimiting({

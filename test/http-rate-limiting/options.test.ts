@@ -120,15 +120,15 @@ describe('metrics', () => {
         header: () => undefined,
       };
       const route = engine.route('slots');
-      const first = await engine.decide(req, route, () => undefined);
+      const first = await engine.decide(req, undefined, route, () => undefined, undefined);
       const controller = new AbortController();
-      const waiting = engine.decide(req, route, () => controller.signal);
-      const full = await engine.decide(req, route, () => undefined);
+      const waiting = engine.decide(req, undefined, route, () => controller.signal, undefined);
+      const full = await engine.decide(req, undefined, route, () => undefined, undefined);
       controller.abort(new DOMException('gone', 'AbortError'));
       const canceled = await waiting;
       engine.release(first);
-      await engine.decide(req, engine.defaultRoute, () => undefined);
-      const third = await engine.decide(req, engine.defaultRoute, () => undefined);
+      await engine.decide(req, undefined, engine.defaultRoute, () => undefined, undefined);
+      const third = await engine.decide(req, undefined, engine.defaultRoute, () => undefined, undefined);
       assert.deepEqual(
         [first.result, full.result, canceled.result, third.result],
         ['acquired', 'queue_full', 'canceled', 'global_limiter'],
@@ -179,7 +179,7 @@ describe('metrics', () => {
       const engine = new RateLimiting({ global });
       for (const path of ['/a', '/b', '/a', '/c']) {
         const req: HttpRequest = { remoteAddress: '127.0.0.1', method: 'GET', path, header: () => undefined };
-        engine.decide(req, engine.defaultRoute, () => undefined);
+        engine.decide(req, undefined, engine.defaultRoute, () => undefined, undefined);
       }
       const partitions = recorded.filter(([name]) => name === 'floodgate.partitions');
       assert.equal(

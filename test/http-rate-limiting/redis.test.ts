@@ -9,8 +9,9 @@ import { after, before, describe, test } from 'node:test';
 import { metrics } from '@opentelemetry/api';
 import { rateLimiting as expressRateLimiting } from '../../src/adapters/express/rate-limiting.ts';
 import { rateLimiting as nodeRateLimiting } from '../../src/adapters/node/rate-limiting.ts';
+import { headerValue } from '../../src/http/keys.ts';
 import type { RejectedContext } from '../../src/http/rate-limiting/options.ts';
-import type { HttpRequest } from '../../src/http/request.ts';
+import type { HttpRequest, RequestLike } from '../../src/http/request.ts';
 import { concurrency, fixedWindow } from '../../src/index.ts';
 import { redisStore } from '../../src/redis/index.ts';
 import { resetTelemetry } from '../../src/telemetry.ts';
@@ -18,7 +19,8 @@ import { clients, type TestClient } from '../redis/clients.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { type AppSpec, adapters, get } from './apps.ts';
 
-const byClient = (req: HttpRequest) => String(req.header('x-client') ?? 'anon');
+const clientHeader = headerValue('x-client');
+const byClient = (req: RequestLike) => clientHeader(req) ?? 'anon';
 const as = (client: string) => ({ 'x-client': client });
 const asRequest = (client: string) => ({ header: () => client }) as unknown as HttpRequest;
 

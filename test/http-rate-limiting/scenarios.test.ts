@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { clientIp } from '../../src/http/client-ip.ts';
+import { headerValue } from '../../src/http/keys.ts';
 import { concurrency, fixedWindow, partitioned, slidingWindow, tokenBucket } from '../../src/index.ts';
 import { type AppSpec, adapters, get } from './apps.ts';
 
@@ -20,6 +21,7 @@ type Scenario = {
 };
 
 const byClient = clientIp();
+const boom = headerValue('x-boom');
 
 const scenarios: Scenario[] = [
   {
@@ -279,10 +281,15 @@ const scenarios: Scenario[] = [
       return {
         spec: { options: { policies: { slots } }, routes: [{ path: '/slow', limit: 'slots' }] },
         check: async (base) => {
-          const first = get(`${base}/slow?delay=500`);
-          await new Promise((r) => setTimeout(r, 120));
+          // Each step waits for the limiter's state, not for a time: under load a fixed sleep lets the holder
+          // finish before the third request arrives.
+          const until = async (done: () => boolean) => {
+            for (let i = 0; i < 200 && !done(); i++) await new Promise((r) => setTimeout(r, 5));
+          };
+          const first = get(`${base}/slow?delay=1500`);
+          await until(() => slots.statistics().available === 0);
           const queued = get(`${base}/slow?delay=10`);
-          await new Promise((r) => setTimeout(r, 120));
+          await until(() => slots.statistics().queued === 1);
           const third = await get(`${base}/slow`);
           assert.equal(third.status, 429, 'queue full');
           assert.deepEqual([(await first).status, (await queued).status], [200, 200]);
@@ -295,8 +302,8 @@ const scenarios: Scenario[] = [
     name: 'a key function that throws fails that request, not the server',
     spec: () => {
       const global = partitioned({
-        key: (req: import('../../src/http/request.ts').HttpRequest) => {
-          if (req.header('x-boom') !== undefined) throw new Error('bad key');
+        key: (req: import('../../src/http/request.ts').RequestLike) => {
+          if (boom(req) !== undefined) throw new Error('bad key');
           return 'k';
         },
         limiter: fixedWindow({ permitLimit: 10, window: '1m' }),

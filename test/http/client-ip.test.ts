@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import ipaddr from 'ipaddr.js';
-import { clientIp, formatIPv6, parseIPv4, UNKNOWN_CLIENT } from '../../src/http/client-ip.ts';
+import { clientIp, UNKNOWN_CLIENT } from '../../src/http/client-ip.ts';
+import { formatIPv6, parseIPv4 } from '../../src/http/ip-address.ts';
 import type { HttpRequest } from '../../src/http/request.ts';
 
 function request(

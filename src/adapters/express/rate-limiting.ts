@@ -1,5 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Request, Response } from 'express';
 import { RateLimiting } from '../../http/rate-limiting/engine.ts';
+import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
 import { decideAndContinue } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
@@ -15,13 +17,29 @@ export type {
   RouteLimit,
 } from '../../http/rate-limiting/options.ts';
 
+/**
+ * Options of the Express `rateLimiting()`: every hook (a partitioned limiter's `key`, `onRejected`) sees Express's
+ * `Request` and `Response`, with the application's own augmentation (`declare global { namespace Express {
+ * interface Request { user?: User } } }`).
+ */
+export type ExpressRateLimitingOptions<Req = Request, Res = Response> = RateLimitingOptions<Req, Res>;
+
+declare global {
+  namespace Express {
+    interface Request {
+      /** This request's rate limit (the same numbers as its RateLimit fields); undefined when not limited. */
+      rateLimit?: RateLimitInfo;
+    }
+  }
+}
+
 /** The app-level middleware and its route markers. Created by {@link rateLimiting}. */
-export interface ExpressRateLimiting extends ExpressMiddleware {
+export interface ExpressRateLimiting<Req = Request, Res = Response> extends ExpressMiddleware {
   /**
    * A route marker: this route is limited by the global limiter and the named policy (or an inline one), as one
    * all-or-nothing chain. The name is checked now, so a typo fails at startup.
    */
-  requirePolicy(policy: string | Exclude<RouteLimit, string | false>): ExpressMiddleware;
+  requirePolicy(policy: string | Exclude<RouteLimit<Req, Res>, string | false>): ExpressMiddleware;
   /** A route marker: no rate limiting on this route, not even the global limiter. */
   noRateLimit(): ExpressMiddleware;
   /** The engine behind this middleware. */
@@ -60,10 +78,8 @@ type DecidedRequest = IncomingMessage & { [kDecided]?: RouteLimits };
  * app.get('/health', limiter.noRateLimit(), health);
  * ```
  */
-export function rateLimiting(
-  options?: RateLimitingOptions<IncomingMessage, ServerResponse>,
-): ExpressRateLimiting {
-  const engine = new RateLimiting(options as RateLimitingOptions);
+export function rateLimiting(options?: ExpressRateLimitingOptions): ExpressRateLimiting {
+  const engine = new RateLimiting(options);
   let markers = 0;
 
   const decide = (
@@ -123,8 +139,9 @@ export function rateLimiting(
     return handle;
   };
 
-  const requirePolicy = (policy: string | Exclude<RouteLimit, string | false>): ExpressMiddleware =>
-    marker(engine.requiredRoute(policy));
+  const requirePolicy = (
+    policy: string | Exclude<RouteLimit<Request, Response>, string | false>,
+  ): ExpressMiddleware => marker(engine.requiredRoute(policy));
   const noRateLimit = (): ExpressMiddleware => marker(engine.disabledRoute);
 
   return Object.assign(middleware, { requirePolicy, noRateLimit, engine });

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { RateLimiting } from '../../http/rate-limiting/engine.ts';
-import { decideOnNode, type NodeAnswers, NodeRequestView } from '../../http/rate-limiting/node-http.ts';
+import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
+import { decideOnNode, type NodeAnswers } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { Answer } from '../../http/rate-limiting/response.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
@@ -16,6 +17,10 @@ export type {
 } from '../../http/rate-limiting/options.ts';
 
 declare module 'fastify' {
+  interface FastifyRequest {
+    /** This request's rate limit (the same numbers as its RateLimit fields); undefined when not limited. */
+    rateLimit?: RateLimitInfo;
+  }
   interface FastifyContextConfig {
     /**
      * This route's rate limiting: a policy name (checked when the route is added), an inline policy, or
@@ -107,6 +112,10 @@ export function rateLimiting(
     without: 'the route has no timeout',
   });
 
+  // Declared up front, so every request object has the property from the start (Fastify's advice: adding it per
+  // request would change the request objects' shape).
+  if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
+
   fastify.addHook('onRoute', function onRoute(this: FastifyInstance, route) {
     const config = (route.config ?? {}) as LimitedConfig;
     const where = `route ${String(route.method)} ${route.url}`;
@@ -135,8 +144,7 @@ export function rateLimiting(
       next();
       return;
     }
-    const view = new NodeRequestView(request.raw, reply.raw);
-    decideOnNode(engine, limits, view, request, reply, replyAnswers, next as (error?: unknown) => void);
+    decideOnNode(engine, limits, request, reply, reply.raw, replyAnswers, next as (error?: unknown) => void);
   });
 
   done();
@@ -159,8 +167,13 @@ function routeConfig(request: FastifyRequest): LimitedConfig | undefined {
 }
 
 const replyAnswers: NodeAnswers<FastifyReply> = {
+  info: (request, info) => {
+    (request as FastifyRequest).rateLimit = info;
+  },
   sent: (reply) => reply.sent,
   send,
+  // On the node response: Fastify merges it into what it writes, and reply.getHeader()/getHeaders() read it
+  // there too; reply.header() would lower-case and store each field per request first.
   header: (reply, name, value) => {
     reply.header(name, value);
   },

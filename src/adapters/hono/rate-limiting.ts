@@ -1,10 +1,10 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Context, MiddlewareHandler } from 'hono';
+import type { ServerResponse } from 'node:http';
+import type { Context, Env, MiddlewareHandler } from 'hono';
 import { type Decision, RateLimiting } from '../../http/rate-limiting/engine.ts';
-import { holdUntilEnd, isThenable, setHeader } from '../../http/rate-limiting/node-http.ts';
+import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
+import { holdUntilEnd, isThenable, refundWhenDone, setHeader } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RejectedContext, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
-import type { HttpRequest } from '../../http/request.ts';
 import { requestTimeoutOf, timeoutGaveUp } from '../../http/timeouts/registry.ts';
 import { throughComposed } from './composed.ts';
 
@@ -17,18 +17,32 @@ export type {
   RouteLimit,
 } from '../../http/rate-limiting/options.ts';
 
-/** Options of the Hono `rateLimiting()`: `onRejected` sees the `Context` (as request and response). */
-export type HonoRateLimitingOptions = RateLimitingOptions<Context, Context>;
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** This request's rate limit (the same numbers as its RateLimit fields); unset when not limited. */
+    rateLimit: RateLimitInfo;
+  }
+}
+
+/**
+ * Options of the Hono `rateLimiting()`: every hook (a partitioned limiter's `key`, `onRejected`) sees the
+ * `Context`, as request and response; `rateLimiting<{ Variables: { user?: User } }>()` types `c.get('user')`.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: Hono's own default Env
+export type HonoRateLimitingOptions<E extends Env = any> = RateLimitingOptions<Context<E>, Context<E>>;
 
 /** The app-level middleware and its route markers. Created by {@link rateLimiting}. */
-export interface HonoRateLimiting extends MiddlewareHandler {
+// biome-ignore lint/suspicious/noExplicitAny: Hono's own default Env
+export interface HonoRateLimiting<E extends Env = any> extends MiddlewareHandler<E> {
   /**
    * A route marker: this route is limited by the global limiter and the named policy (or an inline one), as one
    * all-or-nothing chain. The name is checked now, so a typo fails at startup.
    */
-  requirePolicy(policy: string | Exclude<RouteLimit<Context, Context>, string | false>): MiddlewareHandler;
+  requirePolicy(
+    policy: string | Exclude<RouteLimit<Context<E>, Context<E>>, string | false>,
+  ): MiddlewareHandler<E>;
   /** A route marker: no rate limiting on this route, not even the global limiter. */
-  noRateLimit(): MiddlewareHandler;
+  noRateLimit(): MiddlewareHandler<E>;
   /** The engine behind this middleware. */
   readonly engine: RateLimiting;
 }
@@ -51,30 +65,9 @@ function appendHeader(c: Context, name: string, value: string): void {
   c.header(name, value, { append: true });
 }
 
-/** The {@link HttpRequest} view of a Hono request; the socket address comes from `@hono/node-server`. */
-class HonoRequestView implements HttpRequest {
-  constructor(readonly c: Context) {}
-  get remoteAddress(): string | undefined {
-    return (this.c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress;
-  }
-  get method(): string {
-    return this.c.req.method;
-  }
-  get path(): string {
-    return this.c.req.path;
-  }
-  header(name: string): string | undefined {
-    return this.c.req.raw.headers.get(name) ?? undefined;
-  }
-}
-
 function nodeOutgoing(c: Context): ServerResponse | undefined {
   const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
   return typeof outgoing?.on === 'function' ? outgoing : undefined;
-}
-
-function viewSignal(view: HonoRequestView): AbortSignal | undefined {
-  return waitSignal(view.c);
 }
 
 // Queued requests wait with the request timeout's signal when there is one (it also aborts on disconnect),
@@ -95,6 +88,39 @@ function waitSignal(c: Context): AbortSignal | undefined {
 }
 
 /**
+ * The route's `next`, followed by the refund rule's verdict on its response (a route that threw, or a response
+ * of Hono's error handler, counts as failed by default: status 500). Under `@hono/node-server` the verdict waits
+ * for the node response to finish; a client gone before then counts as failed.
+ */
+function refundingNext(
+  engine: RateLimiting,
+  decision: Decision,
+  c: Context,
+  next: () => Promise<void>,
+): () => Promise<void> {
+  return () => {
+    let route: Promise<void>;
+    try {
+      route = next();
+    } catch (error) {
+      engine.finished(decision, c, c, false, 500);
+      throw error;
+    }
+    return route.then(
+      () => {
+        const outgoing = c.error === undefined ? nodeOutgoing(c) : undefined;
+        if (outgoing !== undefined) refundWhenDone(engine, c, c, outgoing, decision);
+        else engine.finished(decision, c, c, c.error === undefined, c.res.status);
+      },
+      (error: unknown) => {
+        engine.finished(decision, c, c, false, 500);
+        throw error;
+      },
+    );
+  };
+}
+
+/**
  * Rate limiting for Hono 4, on web `Request`/`Response`. `app.use(limiter)` applies the global limiter; route
  * markers (`limiter.requirePolicy('name')`, `limiter.noRateLimit()`) set a route's policy. Hono matches every
  * handler of a request before running the first, so the app-level middleware sees the route's marker and decides
@@ -111,8 +137,11 @@ function waitSignal(c: Context): AbortSignal | undefined {
  * app.get('/search', limiter.requirePolicy('search'), (c) => c.json(search(c.req.query('q'))));
  * ```
  */
-export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimiting {
-  const engine = new RateLimiting(options as RateLimitingOptions);
+export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimiting;
+/** With your app's `Env` (`rateLimiting<{ Variables: { user?: User } }>(…)`), `c.get()` in hooks is typed. */
+export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>): HonoRateLimiting<E>;
+export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>): HonoRateLimiting<E> {
+  const engine = new RateLimiting(options);
   let markers = 0;
   // A decided request's Context carries its route (a property costs less per request than a WeakMap entry, whose
   // ephemeron the garbage collector must also trace); the route's owner tells this engine's marks from another's.
@@ -125,56 +154,54 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
   const decide = (route: RouteLimits, c: Context, next: () => Promise<void>): Promise<Response | void> => {
     (c as Decided)[kDecided] = route;
     if (route.unlimited) return next();
-    const view = new HonoRequestView(c);
-    const pending = engine.decide(view, route, viewSignal);
-    if (isThenable(pending)) return pending.then((decision) => decided(view, decision, c, next));
-    return decided(view, pending, c, next);
+    const pending = engine.decide(c, c, route, waitSignal, c);
+    if (isThenable(pending)) return pending.then((decision) => decided(decision, c, next));
+    return decided(pending, c, next);
   };
 
-  const decided = (
-    view: HonoRequestView,
-    decision: Decision,
-    c: Context,
-    next: () => Promise<void>,
-  ): Promise<Response | void> => {
+  const decided = (decision: Decision, c: Context, next: () => Promise<void>): Promise<Response | void> => {
     if (decision.result === 'canceled') {
       // Left the queue at its deadline (or the client left): the timeout answers now, without a handler's grace.
       timeoutGaveUp(c);
       return Promise.resolve(new Response(null, { status: 499 }));
     }
+    if (decision.lease !== undefined) c.set('rateLimit', decision);
     if (decision.lease !== undefined && !decision.lease.granted) {
-      const answer = rejected(view, decision, c);
+      const answer = rejected(decision, c);
       if (!engine.options.dryRun) return answer;
-      return answer.then(() => admitted(view, decision, c, next));
+      return answer.then(() => admitted(decision, c, next));
     }
-    return admitted(view, decision, c, next);
+    return admitted(decision, c, next);
   };
 
-  const rejected = async (view: HonoRequestView, decision: Decision, c: Context): Promise<Response> => {
+  const rejected = async (decision: Decision, c: Context): Promise<Response> => {
     const hook = decision.route.onRejected;
     const answer =
       hook === undefined
-        ? engine.rejection(view, decision)
-        : engine.rejectedContext<Context, Context>(view, decision, c, c);
+        ? engine.rejection(decision)
+        : engine.rejectedContext<Context, Context>(decision, c, c);
     if (hook !== undefined) {
       const outcome = await hook(answer as RejectedContext<Context, Context>);
       if (outcome instanceof Response) return outcome;
     }
-    return new Response(answer.body, { status: answer.status, headers: [...answer.headers] });
+    // onRejected's Headers (which may hold several Set-Cookie fields) as they are; floodgate's own fields as a
+    // plain record, which keeps @hono/node-server's lightweight Response (a Headers object would leave it).
+    if (answer.headers instanceof Headers) {
+      return new Response(answer.body, { status: answer.status, headers: answer.headers });
+    }
+    const headers: Record<string, string> = {};
+    for (const [name, value] of answer.headers) headers[name] = value;
+    return new Response(answer.body, { status: answer.status, headers });
   };
 
-  const admitted = (
-    view: HonoRequestView,
-    decision: Decision,
-    c: Context,
-    next: () => Promise<void>,
-  ): Promise<void> => {
+  const admitted = (decision: Decision, c: Context, toRoute: () => Promise<void>): Promise<void> => {
+    const next = decision.refundable ? refundingNext(engine, decision, c, toRoute) : toRoute;
     const outgoing = nodeOutgoing(c);
     if (engine.options.headers.length > 0 && decision.lease !== undefined) {
       // Under node-server the fields go on the node response, which merges them into whatever the route returns;
       // c.header() would make Hono build a Headers object and leave node-server's fast path for every response.
-      if (outgoing !== undefined) engine.setHeaders(view, decision, outgoing, setHeader);
-      else engine.setHeaders(view, decision, c, appendHeader);
+      if (outgoing !== undefined) engine.setHeaders(decision, outgoing, setHeader);
+      else engine.setHeaders(decision, c, appendHeader);
     }
     if (decision.heldSince < 0) return next();
     // The permit comes back at the first of: the response written, the client gone, the timeout answered (its
@@ -240,9 +267,9 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
     return handle;
   };
 
-  const requirePolicy = (policy: string | Exclude<RouteLimit<Context, Context>, string | false>) =>
+  const requirePolicy = (policy: string | Exclude<RouteLimit<Context<E>, Context<E>>, string | false>) =>
     marker(engine.requiredRoute(policy));
   const noRateLimit = (): MiddlewareHandler => marker(engine.disabledRoute);
 
-  return Object.assign(middleware, { requirePolicy, noRateLimit, engine });
+  return Object.assign(middleware, { requirePolicy, noRateLimit, engine }) as unknown as HonoRateLimiting<E>;
 }

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RateLimiting } from '../../http/rate-limiting/engine.ts';
+import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
 import { decideAndContinue, isThenable } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
@@ -16,8 +17,21 @@ export type {
 
 export type { NodeErrorHandler } from './errors.ts';
 
-/** Options of the node:http `rateLimiting()`: `onRejected` sees the `IncomingMessage` and `ServerResponse`. */
-export type NodeRateLimitingOptions = RateLimitingOptions<IncomingMessage, ServerResponse> & {
+declare module 'node:http' {
+  interface IncomingMessage {
+    /** This request's rate limit (the same numbers as its RateLimit fields); undefined when not limited. */
+    rateLimit?: RateLimitInfo;
+  }
+}
+
+/**
+ * Options of the node:http `rateLimiting()`: every hook (a partitioned limiter's `key`, `onRejected`) sees the
+ * `IncomingMessage` and `ServerResponse` (or your subtypes: `rateLimiting<MyRequest>()`).
+ */
+export type NodeRateLimitingOptions<
+  Req extends IncomingMessage = IncomingMessage,
+  Res extends ServerResponse = ServerResponse,
+> = RateLimitingOptions<Req, Res> & {
   /**
    * Where a wrapped handler's error goes (a throw, a rejection, or a key function or `onRejected` that throws):
    * called with the error, the request and the response; the response is then ended, 500 if neither the hook
@@ -63,6 +77,11 @@ type Marked = IncomingMessage & { [kDecided]?: RouteLimits };
  * http.createServer(limit(router));            // or per route: limit(searchHandler, 'search')
  * ```
  */
+export function rateLimiting(options?: NodeRateLimitingOptions): NodeRateLimiting;
+/** With your request type (`rateLimiting<AuthedRequest>(…)`), hooks see it. */
+export function rateLimiting<Req extends IncomingMessage, Res extends ServerResponse = ServerResponse>(
+  options?: NodeRateLimitingOptions<Req, Res>,
+): NodeRateLimiting;
 export function rateLimiting(options?: NodeRateLimitingOptions): NodeRateLimiting {
   const { onError: hook, ...rest } = (options ?? {}) as NodeRateLimitingOptions;
   const engine = new RateLimiting(rest as RateLimitingOptions);

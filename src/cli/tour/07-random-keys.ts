@@ -1,5 +1,5 @@
+import type { IncomingMessage } from 'node:http';
 import { headerValue, validatedKey } from '../../http/keys.ts';
-import type { HttpRequest } from '../../http/request.ts';
 import { fixedWindow, partitioned } from '../../index.ts';
 import { type Chapter, got, line, say, sent, why } from './chapter.ts';
 
@@ -10,7 +10,7 @@ export const randomKeys: Chapter = {
     const clock = tour.clock;
     const known = new Set(['key-alice', 'key-bob']);
     const naive = partitioned({
-      key: (req: HttpRequest) => String(req.header('x-api-key') ?? ''),
+      key: (req: IncomingMessage) => String(req.headers['x-api-key'] ?? ''),
       limiter: fixedWindow({ permitLimit: 10, window: '1m', clock }),
     });
     const validated = partitioned({

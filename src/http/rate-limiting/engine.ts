@@ -1,37 +1,20 @@
 import { describe } from '../../duration.ts';
+import { KeyedResource } from '../../limiters/keyed.ts';
 import { ChainLease, Lease, type ReleaseOutcome } from '../../limiters/lease.ts';
 import { isUnavailableAnswer } from '../../redis/limiters.ts';
 import { telemetry } from '../../telemetry.ts';
-import type { HttpRequest } from '../request.ts';
+import { Decision } from './decision.ts';
 import {
   buildPolicy,
   type RateLimitingOptions,
   type RejectedContext,
-  type RejectingLimiter,
   type ResolvedOptions,
   resolveOptions,
 } from './options.ts';
 import { type Answer, limitHeaders, rejection, setLimitHeaders } from './response.ts';
 import { type Result, RouteLimits } from './route.ts';
 
-/** The outcome of one request's decision. */
-export class Decision {
-  /** `performance.now()` when a held lease was taken, or -1 when none is held. */
-  heldSince = -1;
-
-  constructor(
-    readonly route: RouteLimits,
-    /** The lease, or undefined when the route is not limited or the request was canceled. */
-    readonly lease: Lease | undefined,
-    readonly result: Result,
-  ) {}
-
-  /** Which limiter rejected: `'global'`, `'endpoint'`, or `'store'` when the Redis store's `onUnavailable` did. */
-  get limiter(): RejectingLimiter {
-    if (this.result === 'store_unavailable') return 'store';
-    return this.result === 'global_limiter' ? 'global' : 'endpoint';
-  }
-}
+export { Decision };
 
 /**
  * The framework-neutral rate-limiting engine: validated policies, one chain per route setting, decisions,
@@ -46,7 +29,8 @@ export class RateLimiting {
   readonly #named = new Map<string, RouteLimits>();
 
   /** Throws a `TypeError`/`RangeError` naming the option when `options` are invalid. */
-  constructor(options?: RateLimitingOptions) {
+  // biome-ignore lint/suspicious/noExplicitAny: adapters type the request; the engine takes any
+  constructor(options?: RateLimitingOptions<any, any>) {
     this.options = resolveOptions(options as RateLimitingOptions);
     this.defaultRoute = this.#own(new RouteLimits(this.options.global, undefined, this.options.onRejected));
     this.disabledRoute = this.#own(new RouteLimits(undefined, undefined, undefined));
@@ -78,6 +62,9 @@ export class RateLimiting {
 
   #own(route: RouteLimits): RouteLimits {
     route.owner = this;
+    route.refund = route.policy?.refund ?? this.options.refund;
+    // `defaultRoute` is made first: every later route can fall back to it when its policy skips a request.
+    route.globalOnly = this.defaultRoute;
     return route;
   }
 
@@ -95,23 +82,108 @@ export class RateLimiting {
   }
 
   /**
-   * Decides for one request. Without a queue anywhere in the chain (or in dry-run mode, which never holds a
-   * request) the answer is synchronous. `signal(req)` is asked for only when the request may wait (a function
-   * made once, so deciding allocates no closure): it should abort when the client goes away or the request
-   * times out, which takes the request out of the queue at once.
+   * Decides for one request. Each partitioned member's key function runs here, exactly once; an async one is
+   * awaited (then the decision is a Promise). Without a queue anywhere in the chain (or in dry-run mode, which
+   * never holds a request) and with synchronous keys the answer is synchronous. `signal(context)` is asked for
+   * only when the request may wait (a function made once, so deciding allocates no closure): it should abort
+   * when the client goes away or the request times out, which takes the request out of the queue at once.
    * A route on a Redis store is always decided asynchronously (one round trip); memory routes never wait for it.
+   * A key function that throws makes this throw (or reject): nothing is charged.
    */
-  decide<R extends HttpRequest>(
-    req: R,
+  decide<C>(
+    req: unknown,
+    res: unknown,
     route: RouteLimits,
-    signal: (req: R) => AbortSignal | undefined,
+    signal: (context: C) => AbortSignal | undefined,
+    context: C,
   ): Decision | Promise<Decision> {
     if (route.unlimited) return new Decision(route, undefined, 'acquired');
+    const skip = this.options.skip;
+    if (skip !== undefined) {
+      const verdict = skip(req, res);
+      if (isThenable(verdict)) {
+        return Promise.resolve(verdict).then((skipped) =>
+          skipped ? skippedDecision(route) : this.#policySkip(req, res, route, signal, context),
+        );
+      }
+      if (verdict) return skippedDecision(route);
+    }
+    return this.#policySkip(req, res, route, signal, context);
+  }
+
+  // A request the route's policy skips is decided by the global limiter alone.
+  #policySkip<C>(
+    req: unknown,
+    res: unknown,
+    route: RouteLimits,
+    signal: (context: C) => AbortSignal | undefined,
+    context: C,
+  ): Decision | Promise<Decision> {
+    const skip = route.skip;
+    if (skip === undefined) return this.#keyed(req, route, signal, context);
+    const verdict = skip(req, res);
+    const next = (skipped: unknown): Decision | Promise<Decision> => {
+      if (!skipped) return this.#keyed(req, route, signal, context);
+      const global = route.globalOnly ?? this.defaultRoute;
+      return global.unlimited ? skippedDecision(route) : this.#keyed(req, global, signal, context);
+    };
+    return isThenable(verdict) ? Promise.resolve(verdict).then(next) : next(verdict);
+  }
+
+  #keyed<C>(
+    req: unknown,
+    route: RouteLimits,
+    signal: (context: C) => AbortSignal | undefined,
+    context: C,
+  ): Decision | Promise<Decision> {
+    if (!route.keyed) return this.#decideKeyed(undefined, route, signal, context);
+    const lone = route.tryAcquireKey;
+    const keyOfs = route.keyOfs;
+    let keys: unknown[];
+    if (lone !== undefined && (!route.mayQueue || this.options.dryRun)) {
+      // One partitioned limiter in memory, nothing to wait for: decided by its key, with no KeyedResource (the
+      // lease carries the key for the header fields).
+      const key = keyOfs[0]!(req);
+      if (typeof key === 'string') return this.#decided(route, lone(key), undefined);
+      keys = [key];
+    } else {
+      keys = new Array(keyOfs.length);
+      for (let i = 0; i < keyOfs.length; i++) {
+        const keyOf = keyOfs[i];
+        if (keyOf === undefined) continue;
+        // The same function on two members (one clientIp() for global and policy) gives one key.
+        keys[i] = i > 0 && keyOf === keyOfs[i - 1] ? keys[i - 1] : keyOf(req);
+      }
+    }
+    let pending = false;
+    for (const key of keys) if (typeof key !== 'string' && isThenable(key)) pending = true;
+    if (!pending) {
+      const resource = new KeyedResource(route.members, keys as (string | undefined)[]);
+      return this.#decideKeyed(resource, route, signal, context);
+    }
+    return Promise.all(keys).then((awaited) =>
+      this.#decideKeyed(
+        new KeyedResource(route.members, awaited as (string | undefined)[]),
+        route,
+        signal,
+        context,
+      ),
+    );
+  }
+
+  #decideKeyed<C>(
+    resource: KeyedResource | undefined,
+    route: RouteLimits,
+    signal: (context: C) => AbortSignal | undefined,
+    context: C,
+  ): Decision | Promise<Decision> {
     const remote = route.remote;
     if (remote !== undefined && (!route.mayQueue || this.options.dryRun)) {
-      return remote.tryAcquire(req).then((lease) => this.#decided(route, lease));
+      return remote.tryAcquire(resource).then((lease) => this.#decided(route, lease, resource));
     }
-    if (!route.mayQueue || this.options.dryRun) return this.#decided(route, route.tryAcquire(req));
+    if (!route.mayQueue || this.options.dryRun) {
+      return this.#decided(route, route.tryAcquire(resource), resource);
+    }
     const instruments = telemetry();
     const attributes = route.policyAttributes;
     const started = performance.now();
@@ -119,15 +191,15 @@ export class RateLimiting {
     let waiting: Promise<Lease>;
     let abort: AbortSignal | undefined;
     try {
-      abort = signal(req);
-      waiting = route.acquire(req, abort);
+      abort = signal(context);
+      waiting = route.acquire(resource, abort);
     } catch (error) {
       waiting = Promise.reject(error);
     }
     return waiting.then(
       (lease) => {
         instruments.queuedRequests.add(-1, attributes);
-        const decision = this.#decided(route, lease);
+        const decision = this.#decided(route, lease, resource);
         // In seconds, by the result the wait ended with (a full queue rejects through here too).
         instruments.timeInQueue.record(
           (performance.now() - started) / 1000,
@@ -141,12 +213,12 @@ export class RateLimiting {
         if (abort === undefined || !abort.aborted || error !== abort.reason) throw error;
         instruments.timeInQueue.record((performance.now() - started) / 1000, route.attributes.canceled);
         instruments.requests.add(1, route.attributes.canceled);
-        return new Decision(route, undefined, 'canceled');
+        return new Decision(route, undefined, 'canceled', resource);
       },
     );
   }
 
-  #decided(route: RouteLimits, lease: Lease): Decision {
+  #decided(route: RouteLimits, lease: Lease, resource: KeyedResource | undefined): Decision {
     let result: Result;
     // Only a route on a Redis store can be answered by its onUnavailable (granted or not).
     if (route.remote !== undefined && isUnavailableAnswer(lease)) result = 'store_unavailable';
@@ -159,7 +231,7 @@ export class RateLimiting {
     const attributes = this.options.dryRun ? route.dryRunAttributes : route.attributes;
     telemetry().requests.add(1, attributes[result]);
     if (route.partitioned.length > 0) countPartitions(route);
-    const decision = new Decision(route, lease, result);
+    const decision = new Decision(route, lease, result, resource);
     if (lease.granted && holdsPermits(lease)) {
       decision.heldSince = performance.now();
       telemetry().activeLeases.add(1, route.policyAttributes);
@@ -181,34 +253,60 @@ export class RateLimiting {
     decision.lease!.release(outcome);
   }
 
+  /**
+   * The response of a granted request finished (`completed`), or its client went away first: gives the permits
+   * back when the route's refund rule says so (`skipSuccessfulRequests`, `skipFailedRequests`). Adapters call
+   * it once per request, only when {@link Decision.refundable}. An async `requestWasSuccessful` is awaited; if it
+   * throws, nothing is refunded.
+   */
+  finished(decision: Decision, req: unknown, res: unknown, completed: boolean, status: number): void {
+    const rule = decision.route.refund;
+    const lease = decision.lease;
+    if (rule === undefined || lease === undefined || !lease.granted) return;
+    if (!completed) {
+      if (rule.failed) lease.refund();
+      return;
+    }
+    const apply = (successful: unknown): void => {
+      if (successful ? rule.successful : rule.failed) lease.refund();
+    };
+    if (rule.wasSuccessful === undefined) {
+      apply(status < 400);
+      return;
+    }
+    let verdict: unknown;
+    try {
+      verdict = rule.wasSuccessful(req, res);
+    } catch {
+      return;
+    }
+    if (isThenable(verdict)) Promise.resolve(verdict).then(apply, () => {});
+    else apply(verdict);
+  }
+
   /** The rate-limit header fields for an admitted request. */
-  headers(req: HttpRequest, decision: Decision): Array<[string, string]> {
+  headers(decision: Decision): Array<[string, string]> {
     // An onUnavailable answer knows nothing of the limiters' state.
     if (decision.lease === undefined || decision.result === 'store_unavailable') return [];
-    return limitHeaders(this.options, decision.route, req, decision.lease);
+    return limitHeaders(this.options, decision.route, decision.resource, decision.lease);
   }
 
   /**
    * Hands the rate-limit header fields of an admitted request to `set(target, name, value)`, one call per field
    * and no array: what adapters use on every request (`target` is the response, `set` a function made once).
    */
-  setHeaders<T>(
-    req: HttpRequest,
-    decision: Decision,
-    target: T,
-    set: (target: T, name: string, value: string) => void,
-  ): void {
+  setHeaders<T>(decision: Decision, target: T, set: (target: T, name: string, value: string) => void): void {
     if (decision.lease === undefined || decision.result === 'store_unavailable') return;
-    setLimitHeaders(this.options, decision.route, req, decision.lease, target, set);
+    setLimitHeaders(this.options, decision.route, decision.resource, decision.lease, target, set);
   }
 
   /** The rejection floodgate sends when no `onRejected` hook applies. */
-  rejection(req: HttpRequest, decision: Decision): Answer {
+  rejection(decision: Decision): Answer {
     const unavailable = decision.result === 'store_unavailable';
     return rejection(
       this.options,
       decision.route,
-      req,
+      decision.resource,
       decision.lease!,
       decision.route.policy?.name,
       unavailable,
@@ -216,19 +314,14 @@ export class RateLimiting {
   }
 
   /** The context `onRejected` sees, with the answer floodgate will send unless the hook sends its own. */
-  rejectedContext<Req, Res>(
-    req: HttpRequest,
-    decision: Decision,
-    request: Req,
-    response: Res,
-  ): RejectedContext<Req, Res> {
+  rejectedContext<Req, Res>(decision: Decision, request: Req, response: Res): RejectedContext<Req, Res> {
     const route = decision.route;
     const lease = decision.lease!;
     const policy = route.policy?.name;
     const answer = rejection(
       this.options,
       route,
-      req,
+      decision.resource,
       lease,
       policy,
       decision.result === 'store_unavailable',
@@ -260,6 +353,15 @@ const IGNORED: ReleaseOutcome = { ignore: true };
 export function outcomeOfStatus(finished: boolean, status: number): ReleaseOutcome | undefined {
   if (!finished) return IGNORED;
   return status >= 502 && status <= 504 ? DROPPED : undefined;
+}
+
+// A skipped request: no lease, so no header fields, no hold and nothing counted.
+function skippedDecision(route: RouteLimits): Decision {
+  return new Decision(route, undefined, 'acquired');
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }
 
 /** Whether releasing `lease` gives something back (a concurrency permit), so the response must be watched. */

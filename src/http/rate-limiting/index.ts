@@ -15,6 +15,7 @@ export {
 } from '../ratelimit-headers.ts';
 export type { HttpRequest } from '../request.ts';
 export { Decision, RateLimiting } from './engine.ts';
+export type { RateLimitInfo, RateLimitPolicyInfo } from './info.ts';
 export type {
   HttpLimiter,
   OnRejected,

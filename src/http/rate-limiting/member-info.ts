@@ -3,21 +3,20 @@ import { PartitionedLimiter } from '../../limiters/partitioned.ts';
 import { RateLimiter } from '../../limiters/rate-limiter.ts';
 import { RedisPartitionedLimiter } from '../../redis/limiters.ts';
 import { sfString } from '../ratelimit-headers.ts';
-import type { HttpRequest } from '../request.ts';
 import type { Member } from './options.ts';
 
 /**
  * What the response headers need of one limiter in force, computed once per route: its name, its key function
  * and, when its settings do not depend on the key, the static part of its `RateLimit-Policy` item.
  *
- * Only the limiters' public API is used: a decided lease names its partition key (`lease.key`), so `keyOf` is
- * called only for a member the lease does not cover (the other members of a rejected chain).
+ * The engine calls `keyOf` once per request and keeps the keys with the decision: the headers never call it.
  */
 export class MemberInfo {
   /** The name as a Structured Field string (`"global"`). */
   readonly sfName: string;
-  /** The partition key of a request, or undefined for a plain limiter. */
-  readonly keyOf: ((req: HttpRequest) => string) | undefined;
+  /** The partition key function (called once per request, by the engine), or undefined for a plain limiter. */
+  // biome-ignore lint/suspicious/noExplicitAny: the adapter's own request type
+  readonly keyOf: ((req: any) => string | PromiseLike<string>) | undefined;
   /** The algorithm when it is the same for every key. */
   readonly algorithm: Algorithm | undefined;
   /** `"name";q=…;qu=…;w=…` when the algorithm is known up front. */

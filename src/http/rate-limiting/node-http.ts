@@ -1,45 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { HttpRequest } from '../request.ts';
 import { requestTimeoutOf, timeoutGaveUp } from '../timeouts/registry.ts';
 import { type Decision, outcomeOfStatus, type RateLimiting } from './engine.ts';
+import type { RateLimitInfo } from './info.ts';
 import type { Answer } from './response.ts';
 import type { RouteLimits } from './route.ts';
 
 /**
- * node `IncomingMessage` plumbing shared by the node:http, Express and Fastify adapters: a lazy request view,
- * the disconnect signal for queued requests, holding a lease until the response ends, and writing answers.
+ * node `IncomingMessage` plumbing shared by the node:http, Express and Fastify adapters: the disconnect signal for
+ * queued requests, holding a lease until the response ends, and writing answers. Hooks see the framework's own
+ * objects; nothing here wraps them.
  */
-
-/** The {@link HttpRequest} view of a node request. Nothing is parsed until a key function asks. */
-export class NodeRequestView implements HttpRequest {
-  #path: string | undefined;
-  constructor(
-    readonly raw: IncomingMessage,
-    /** The response: a queued request leaves its queue when it closes early. */
-    readonly res: ServerResponse,
-  ) {}
-
-  get remoteAddress(): string | undefined {
-    return this.raw.socket?.remoteAddress;
-  }
-
-  get method(): string {
-    return this.raw.method ?? 'GET';
-  }
-
-  get path(): string {
-    if (this.#path === undefined) {
-      const url = this.raw.url ?? '/';
-      const q = url.indexOf('?');
-      this.#path = q < 0 ? url : url.slice(0, q);
-    }
-    return this.#path;
-  }
-
-  header(name: string): string | string[] | undefined {
-    return this.raw.headers[name];
-  }
-}
 
 /**
  * The signal a queued request waits with: the request timeout's when the timeouts middleware runs (it aborts on
@@ -99,6 +69,13 @@ export interface NodeAnswers<Res> {
   send(response: Res, answer: Answer): void;
   /** Sets one header field of an admitted request. */
   header(response: Res, name: string, value: string): void;
+  /** Puts the rate-limit info where the framework's handlers read it (`req.rateLimit`, `request.rateLimit`). */
+  info(request: unknown, info: RateLimitInfo): void;
+}
+
+/** `req.rateLimit`, on node's request (node:http and Express). */
+export function setRequestInfo(request: unknown, info: RateLimitInfo): void {
+  (request as { rateLimit?: RateLimitInfo }).rateLimit = info;
 }
 
 /** `engine.setHeaders`' writer for a node response. */
@@ -110,6 +87,7 @@ const plainAnswers: NodeAnswers<ServerResponse> = {
   sent: (res) => res.headersSent,
   send: writeRejection,
   header: setHeader,
+  info: setRequestInfo,
 };
 
 /** Decides one node:http or Express request and continues: see {@link decideOnNode}. */
@@ -120,58 +98,60 @@ export function decideAndContinue(
   res: ServerResponse,
   next: (error?: unknown) => void,
 ): void {
-  decideOnNode(engine, route, new NodeRequestView(req, res), req, res, plainAnswers, next);
+  decideOnNode(engine, route, req, res, res, plainAnswers, next);
 }
 
 /**
  * Decides one request on node's `IncomingMessage` (node:http, Express and Fastify alike) and continues: `next()`
  * when admitted (headers set, a held permit watched), the rejection sent when not, `next(error)` when the key
  * function or `onRejected` throws — a bad request fails itself, never the server. A canceled request (the client
- * left the queue) gets nothing. `request` and `response` are what `onRejected` sees.
+ * left the queue) gets nothing. `request` and `response` are the framework's objects: key functions and
+ * `onRejected` see them; `res` is the node response under them.
  */
 export function decideOnNode<Req, Res>(
   engine: RateLimiting,
   route: RouteLimits,
-  view: NodeRequestView,
   request: Req,
   response: Res,
+  res: ServerResponse,
   answers: NodeAnswers<Res>,
   next: (error?: unknown) => void,
 ): void {
   let decision: Decision | Promise<Decision>;
   try {
-    decision = engine.decide(view, route, viewSignal);
+    decision = engine.decide(request, response, route, responseSignal, res);
   } catch (error) {
     next(error);
     return;
   }
   if (isThenable(decision)) {
-    decision.then((d) => proceed(engine, view, request, response, answers, d, next), next);
-  } else proceed(engine, view, request, response, answers, decision, next);
+    decision.then((d) => proceed(engine, request, response, res, answers, d, next), next);
+  } else proceed(engine, request, response, res, answers, decision, next);
 }
 
-function viewSignal(view: NodeRequestView): AbortSignal {
-  return waitSignal(view.raw, view.res);
+function responseSignal(res: ServerResponse): AbortSignal {
+  return waitSignal(res.req, res);
 }
 
 function proceed<Req, Res>(
   engine: RateLimiting,
-  view: NodeRequestView,
   request: Req,
   response: Res,
+  res: ServerResponse,
   answers: NodeAnswers<Res>,
   decision: Decision,
   next: (error?: unknown) => void,
 ): void {
   if (decision.result === 'canceled') {
     // Left the queue at its deadline (or the client left): the timeout answers now, without a handler's grace.
-    timeoutGaveUp(view.raw);
+    timeoutGaveUp(res.req);
     return;
   }
+  if (decision.lease !== undefined) answers.info(request, decision);
   if (decision.lease !== undefined && !decision.lease.granted) {
     let done: void | Promise<void>;
     try {
-      done = reject(engine, view, request, response, answers, decision);
+      done = reject(engine, request, response, res, answers, decision);
     } catch (error) {
       next(error);
       return;
@@ -182,28 +162,54 @@ function proceed<Req, Res>(
     }
     if (isThenable(done)) {
       done.then(() => {
-        admit(engine, view, response, answers, decision);
+        admit(engine, request, response, res, answers, decision);
         next();
       }, next);
       return;
     }
   }
-  admit(engine, view, response, answers, decision);
+  admit(engine, request, response, res, answers, decision);
   next();
 }
 
 /** Sets the rate-limit header fields of an admitted request and holds its lease until the response ends. */
-function admit<Res>(
+function admit<Req, Res>(
   engine: RateLimiting,
-  view: NodeRequestView,
+  request: Req,
   response: Res,
+  res: ServerResponse,
   answers: NodeAnswers<Res>,
   decision: Decision,
 ): void {
   if (engine.options.headers.length > 0 && decision.lease !== undefined && !answers.sent(response)) {
-    engine.setHeaders(view, decision, response, answers.header);
+    engine.setHeaders(decision, response, answers.header);
   }
-  holdUntilEnd(engine, view.res, decision);
+  holdUntilEnd(engine, res, decision);
+  if (decision.refundable) refundWhenDone(engine, request, response, res, decision);
+}
+
+/**
+ * Asks the route's refund rule once the response finished, or — counted as failed — once the client went away
+ * first. Exactly once, whichever comes first.
+ */
+export function refundWhenDone<Req, Res>(
+  engine: RateLimiting,
+  request: Req,
+  response: Res,
+  res: ServerResponse,
+  decision: Decision,
+): void {
+  if (res.writableFinished || res.destroyed) {
+    engine.finished(decision, request, response, res.writableFinished, res.statusCode);
+    return;
+  }
+  const done = (): void => {
+    res.off('finish', done);
+    res.off('close', done);
+    engine.finished(decision, request, response, res.writableFinished, res.statusCode);
+  };
+  res.once('finish', done);
+  res.once('close', done);
 }
 
 /**
@@ -212,21 +218,21 @@ function admit<Res>(
  */
 function reject<Req, Res>(
   engine: RateLimiting,
-  view: NodeRequestView,
   request: Req,
   response: Res,
+  res: ServerResponse,
   answers: NodeAnswers<Res>,
   decision: Decision,
 ): void | Promise<void> {
   const hook = decision.route.onRejected;
   if (hook === undefined) {
-    if (!engine.options.dryRun) answers.send(response, engine.rejection(view, decision));
+    if (!engine.options.dryRun) answers.send(response, engine.rejection(decision));
     return;
   }
-  const context = engine.rejectedContext(view, decision, request, response);
+  const context = engine.rejectedContext(decision, request, response);
   const outcome = hook(context);
   const finish = (): void => {
-    if (engine.options.dryRun || answers.sent(response) || view.res.destroyed) return;
+    if (engine.options.dryRun || answers.sent(response) || res.destroyed) return;
     answers.send(response, context);
   };
   if (isThenable(outcome)) return Promise.resolve(outcome).then(finish);

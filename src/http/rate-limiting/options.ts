@@ -14,6 +14,7 @@ import {
   partitionKeyHasher,
 } from '../ratelimit-headers.ts';
 import type { HttpRequest } from '../request.ts';
+import { silenceWarnings } from '../warnings.ts';
 
 /**
  * What a policy limits with: a limiter (`fixedWindow(...)`: one bucket for every request it sees), a
@@ -21,17 +22,16 @@ import type { HttpRequest } from '../request.ts';
  * in memory, or on a Redis store (`store.limiter(...)`, `store.partitioned(...)`, `store.chain(...)`) for a
  * limit shared by every instance. The limiters of one route (global and policy) must all be on one store.
  */
-export type HttpLimiter =
+// biome-ignore lint/suspicious/noExplicitAny: untyped uses accept limiters keyed by any request type
+export type HttpLimiter<Req = any> =
   | RateLimiter
-  // biome-ignore lint/suspicious/noExplicitAny: partitioned limiters key the HttpRequest view, typed loosely by users
-  | PartitionedLimiter<any>
-  // biome-ignore lint/suspicious/noExplicitAny: see above
-  | ChainLimiter<any>
+  | PartitionedLimiter<Req>
+  | ChainLimiter<Req>
+  | ChainLimiter<void>
   | RedisLimiter
-  // biome-ignore lint/suspicious/noExplicitAny: see above
-  | RedisPartitionedLimiter<any>
-  // biome-ignore lint/suspicious/noExplicitAny: see above
-  | RedisChainLimiter<any>;
+  | RedisPartitionedLimiter<Req>
+  | RedisChainLimiter<Req>
+  | RedisChainLimiter<void>;
 
 /**
  * Which limiter of the chain said no: the global limiter, the route's policy, or `'store'` when the Redis store
@@ -69,10 +69,38 @@ export interface RejectedContext<Req = unknown, Res = unknown> {
 // biome-ignore lint/suspicious/noExplicitAny: each adapter narrows the context's request and response
 export type OnRejected<Req = any, Res = any> = (context: RejectedContext<Req, Res>) => unknown;
 
+/** A request hook's answer, or a promise of it (awaited). */
+export type MaybePromise<T> = T | PromiseLike<T>;
+
+/**
+ * When a request is not limited, and when a granted request gives its permits back after its response
+ * (express-rate-limit's names, so migrating is a rename). On `rateLimiting()` for every route; on a policy for
+ * its routes (a policy's settings replace the global ones).
+ */
+export interface RequestRules<Req = unknown, Res = unknown> {
+  /**
+   * Requests it returns true for (sync or async) are not limited: on `rateLimiting()`, neither decided nor counted
+   * by any limiter and sent no RateLimit fields; on a policy, limited by the global limiter only.
+   */
+  skip?: (req: Req, res: Res) => MaybePromise<boolean>;
+  /** Successful requests (see `requestWasSuccessful`) give their permits back when the response finishes. */
+  skipSuccessfulRequests?: boolean;
+  /**
+   * Failed requests (see `requestWasSuccessful`; a client that went away before the response finished counts as
+   * failed) give their permits back. The login brute-force pattern is `skipSuccessfulRequests` instead.
+   */
+  skipFailedRequests?: boolean;
+  /** Whether a finished response counts as successful. Default: status below 400. */
+  requestWasSuccessful?: (req: Req, res: Res) => MaybePromise<boolean>;
+}
+
 /** A named or inline policy with its own options. */
-export interface RateLimitPolicyOptions<Req = unknown, Res = unknown> {
-  /** The limiter. A plain limiter is one bucket for every route using the policy; partition it to split. */
-  limiter: HttpLimiter;
+export interface RateLimitPolicyOptions<Req = unknown, Res = unknown> extends RequestRules<Req, Res> {
+  /**
+   * The limiter. A plain limiter is one bucket for every route using the policy; partition it to split. A
+   * partitioned limiter's key function receives the framework's request (see {@link RateLimitingOptions}).
+   */
+  limiter: HttpLimiter<Req>;
   /** Called when this policy (or the global limiter, on its routes) rejects. Default: the global `onRejected`. */
   onRejected?: OnRejected<Req, Res>;
   /** The name reported in headers and metrics, for an inline policy. Default `'route'`. */
@@ -91,19 +119,25 @@ export const RATE_LIMIT_POLICY_OPTION_NAMES: readonly string[] = [
   'skipSuccessfulRequests',
   'skipFailedRequests',
   'requestWasSuccessful',
-  'validate',
 ];
 
 /** A policy: a limiter, or a limiter with options. */
-export type RateLimitPolicy<Req = unknown, Res = unknown> = HttpLimiter | RateLimitPolicyOptions<Req, Res>;
+export type RateLimitPolicy<Req = unknown, Res = unknown> =
+  | HttpLimiter<Req>
+  | RateLimitPolicyOptions<Req, Res>;
 
 /** How a route is limited: by a named policy, an inline one, or not at all (`false`). */
 export type RouteLimit<Req = unknown, Res = unknown> = string | false | RateLimitPolicy<Req, Res>;
 
-/** Options of `rateLimiting()` in every adapter. */
-export interface RateLimitingOptions<Req = unknown, Res = unknown> {
+/**
+ * Options of `rateLimiting()` in every adapter. Every hook — a partitioned limiter's `key`, `onRejected` —
+ * receives the framework's own objects: `Req` is node's `IncomingMessage`, Express's `Request`, Fastify's
+ * `FastifyRequest`, Hono's `Context`; `Res` the matching response (`ServerResponse`, Express `Response`, Fastify
+ * `FastifyReply`, Hono `Context`).
+ */
+export interface RateLimitingOptions<Req = unknown, Res = unknown> extends RequestRules<Req, Res> {
   /** The limiter every request goes through (typically `partitioned` by `clientIp()`), chained with route policies. */
-  global?: HttpLimiter;
+  global?: HttpLimiter<Req>;
   /** Policies that routes name. An unknown name fails when the route is declared. */
   policies?: Record<string, RateLimitPolicy<Req, Res>>;
   /** Called for every rejection a policy without its own hook makes. */
@@ -125,6 +159,23 @@ export interface RateLimitingOptions<Req = unknown, Res = unknown> {
   partitionKeySecret?: string;
   /** Decide and report (headers, metrics, `onRejected` with `dryRun: true`) but let every request through. */
   dryRun?: boolean;
+  /**
+   * `false` silences floodgate's misconfiguration warnings (untrusted proxy headers, a trust-everything proxy
+   * setting, no client address) for the whole process, as `clientIp({ validate: false })` does for one key
+   * function. Default true.
+   */
+  validate?: boolean;
+}
+
+/** A request hook, as validated (the adapter's request and response). */
+// biome-ignore lint/suspicious/noExplicitAny: each adapter passes its own objects
+export type RequestHook = (req: any, res: any) => MaybePromise<boolean>;
+
+/** Which granted requests give their permits back after the response. */
+export interface RefundRule {
+  readonly successful: boolean;
+  readonly failed: boolean;
+  readonly wasSuccessful: RequestHook | undefined;
 }
 
 /**
@@ -153,6 +204,9 @@ export interface Policy {
   /** The limiters of the policy (a chain is flattened), in order. */
   readonly members: readonly Member[];
   readonly onRejected: OnRejected | undefined;
+  readonly skip: RequestHook | undefined;
+  /** Undefined when the policy sets none of the refund options (the global rule applies). */
+  readonly refund: RefundRule | undefined;
 }
 
 /** One limiter of a route's chain: in memory (decided synchronously) or on a Redis store (one round trip). */
@@ -169,6 +223,8 @@ export interface ResolvedOptions {
   readonly headers: readonly HeaderStyle[];
   readonly hasher: PartitionKeyHasher;
   readonly dryRun: boolean;
+  readonly skip: RequestHook | undefined;
+  readonly refund: RefundRule | undefined;
 }
 
 /** The name of the global limiter in headers and metrics. */
@@ -218,7 +274,44 @@ export function resolveOptions(options: RateLimitingOptions | undefined): Resolv
   const hasher = partitionKeyHasher(
     o.partitionKeySecret === undefined ? {} : { secret: o.partitionKeySecret },
   );
-  return { global, policies, onRejected, status, body, headers, hasher, dryRun: o.dryRun === true };
+  if (o.validate !== undefined && typeof o.validate !== 'boolean') {
+    throw new TypeError(`rateLimiting: validate must be a boolean; got ${describe(o.validate)}`);
+  }
+  if (o.validate === false) silenceWarnings();
+  const skip = hook('rateLimiting: skip', o.skip) as RequestHook | undefined;
+  const refund = refundRule('rateLimiting', o);
+  return {
+    global,
+    policies,
+    onRejected,
+    status,
+    body,
+    headers,
+    hasher,
+    dryRun: o.dryRun === true,
+    skip,
+    refund,
+  };
+}
+
+/** The refund rule of `options`, or undefined when it sets none of the three options. */
+function refundRule(where: string, options: RequestRules): RefundRule | undefined {
+  const { skipSuccessfulRequests: successful, skipFailedRequests: failed, requestWasSuccessful } = options;
+  if (successful === undefined && failed === undefined && requestWasSuccessful === undefined)
+    return undefined;
+  for (const [name, value] of [
+    ['skipSuccessfulRequests', successful],
+    ['skipFailedRequests', failed],
+  ] as const) {
+    if (value !== undefined && typeof value !== 'boolean') {
+      throw new TypeError(`${where}: ${name} must be a boolean; got ${describe(value)}`);
+    }
+  }
+  return {
+    successful: successful === true,
+    failed: failed === true,
+    wasSuccessful: hook(`${where}: requestWasSuccessful`, requestWasSuccessful) as RequestHook | undefined,
+  };
 }
 
 /**
@@ -226,7 +319,9 @@ export function resolveOptions(options: RateLimitingOptions | undefined): Resolv
  * the `policies` key; inline ones from `name`, default `'route'`.
  */
 export function buildPolicy(where: string, name: string, spec: unknown, withOptions: boolean): Policy {
-  if (isLimiter(spec)) return { name, members: flatten(spec), onRejected: undefined };
+  if (isLimiter(spec)) {
+    return { name, members: flatten(spec), onRejected: undefined, skip: undefined, refund: undefined };
+  }
   if (withOptions && typeof spec === 'object' && spec !== null && !Array.isArray(spec)) {
     const options = spec as RateLimitPolicyOptions;
     rejectUnknown(where, options, RATE_LIMIT_POLICY_OPTION_NAMES);
@@ -242,6 +337,8 @@ export function buildPolicy(where: string, name: string, spec: unknown, withOpti
       name: options.name ?? name,
       members: flatten(options.limiter),
       onRejected: hook(`${where}.onRejected`, options.onRejected),
+      skip: hook(`${where}.skip`, options.skip) as RequestHook | undefined,
+      refund: refundRule(where, options),
     };
   }
   throw new TypeError(

@@ -1,3 +1,4 @@
+import type { KeyedResource } from '../../limiters/keyed.ts';
 import { ChainLease, type Lease } from '../../limiters/lease.ts';
 import { PartitionedLimiter } from '../../limiters/partitioned.ts';
 import { RateLimiter } from '../../limiters/rate-limiter.ts';
@@ -7,7 +8,6 @@ import {
   rejectionBody,
   retryAfterSeconds,
 } from '../ratelimit-headers.ts';
-import type { HttpRequest } from '../request.ts';
 import { type MemberInfo, policyItem } from './member-info.ts';
 import type { Member, ResolvedOptions } from './options.ts';
 import type { RouteLimits } from './route.ts';
@@ -16,11 +16,11 @@ import type { RouteLimits } from './route.ts';
 export function limitHeaders(
   options: ResolvedOptions,
   route: RouteLimits,
-  req: HttpRequest,
+  resource: KeyedResource | undefined,
   lease: Lease,
 ): Array<[string, string]> {
   const fields: Array<[string, string]> = [];
-  setLimitHeaders(options, route, req, lease, fields, pushField);
+  setLimitHeaders(options, route, resource, lease, fields, pushField);
   return fields;
 }
 
@@ -30,12 +30,13 @@ function pushField(fields: Array<[string, string]>, name: string, value: string)
 
 /**
  * Hands each header field of a limited response to `set(target, name, value)`: straight to the response in the
- * adapters, with no array in between.
+ * adapters, with no array in between. `resource` holds the keys the request was decided with: no key function
+ * is called here.
  */
 export function setLimitHeaders<T>(
   options: ResolvedOptions,
   route: RouteLimits,
-  req: HttpRequest,
+  resource: KeyedResource | undefined,
   lease: Lease,
   target: T,
   set: (target: T, name: string, value: string) => void,
@@ -44,10 +45,10 @@ export function setLimitHeaders<T>(
   if (styles.length === 0) return;
   // The default, on every admitted request: built from strings remembered per limiter.
   if (lease.granted && styles.length === 1 && styles[0] === 'draft-10') {
-    draft10(route, req, lease, options, target, set);
+    draft10(route, resource, lease, options, target, set);
     return;
   }
-  const fields = rateLimitHeaders(policyStates(route, req, lease), styles, {
+  const fields = rateLimitHeaders(policyStates(route, resource, lease), styles, {
     partitionKeys: options.hasher,
   });
   for (const [name, value] of fields) set(target, name, value);
@@ -55,7 +56,7 @@ export function setLimitHeaders<T>(
 
 function draft10<T>(
   route: RouteLimits,
-  req: HttpRequest,
+  resource: KeyedResource | undefined,
   lease: Lease,
   options: ResolvedOptions,
   target: T,
@@ -65,7 +66,7 @@ function draft10<T>(
   if (infos.length === 1) {
     // One limiter, the usual case: no separators, no loop.
     const info = infos[0];
-    remember(info, lease, req, options);
+    remember(info, lease.key ?? resource?.keys[0], options);
     set(target, 'RateLimit-Policy', info.lastPolicy);
     set(target, 'RateLimit', limitItem(info, lease));
     return;
@@ -76,7 +77,7 @@ function draft10<T>(
   for (let i = 0; i < infos.length; i++) {
     const info = infos[i];
     const own = leases === undefined ? lease : leases[i];
-    remember(info, own, req, options);
+    remember(info, own.key ?? resource?.keys[i], options);
     const separator = i === 0 ? '' : ', ';
     policies += separator + info.lastPolicy;
     limits += separator + limitItem(info, own);
@@ -87,8 +88,7 @@ function draft10<T>(
 
 // A burst from one client is one key again and again: its `pk` and policy item are kept from the last request
 // rather than hashed (a Map lookup) and built again.
-function remember(info: MemberInfo, own: Lease, req: HttpRequest, options: ResolvedOptions): void {
-  const key = own.key ?? (info.keyOf === undefined ? undefined : safeKey(info.keyOf, req));
+function remember(info: MemberInfo, key: string | undefined, options: ResolvedOptions): void {
   if (key === info.lastKey && info.lastPolicy !== '') return;
   const pk = key === undefined ? '' : `;pk=:${options.hasher(key)}:`;
   info.lastKey = key;
@@ -122,7 +122,11 @@ function integer(value: number): number {
  * rejecting member's, so the others are read from their statistics (no reset time then) — in memory. A Redis
  * member the lease does not cover is left out: reading it would cost a round trip per rejection.
  */
-export function policyStates(route: RouteLimits, req: HttpRequest, lease: Lease): PolicyState[] {
+export function policyStates(
+  route: RouteLimits,
+  resource: KeyedResource | undefined,
+  lease: Lease,
+): PolicyState[] {
   const { members, infos } = route;
   const states: PolicyState[] = [];
   const leases = lease instanceof ChainLease ? lease.members : [lease];
@@ -133,15 +137,16 @@ export function policyStates(route: RouteLimits, req: HttpRequest, lease: Lease)
     let own: Lease | undefined;
     if (granted) own = leases[i];
     else if (lease.source === member) own = leases[0];
-    // The lease names its partition; a member it does not cover (rejected chain) is keyed again here.
-    const key = own?.key ?? (info.keyOf === undefined ? undefined : safeKey(info.keyOf, req));
+    // The lease names its partition; for a member it does not cover (rejected chain), the key decided with.
+    const key = own?.key ?? resource?.keys[i];
     const algorithm = info.algorithmFor(key);
     const state: PolicyState = { name: info.name, limit: algorithm.limit, remaining: 0 };
     if (own !== undefined) {
       state.remaining = own.remaining;
       if (own.resetAfterMs !== undefined) state.resetAfterMs = own.resetAfterMs;
     } else if (member instanceof PartitionedLimiter) {
-      state.remaining = member.statistics(req).available;
+      // Read by the key decided with (the resource carries it): the key function is not called again.
+      state.remaining = member.statistics(resource).available;
     } else if (member instanceof RateLimiter) {
       state.remaining = member.statistics().available;
     } else continue;
@@ -167,7 +172,7 @@ export interface Answer {
 export function rejection(
   options: ResolvedOptions,
   route: RouteLimits,
-  req: HttpRequest,
+  resource: KeyedResource | undefined,
   lease: Lease,
   policyName: string | undefined,
   storeUnavailable = false,
@@ -178,7 +183,7 @@ export function rejection(
   }
   let policies: string[] | undefined;
   if (!storeUnavailable) {
-    for (const field of limitHeaders(options, route, req, lease)) headers.push(field);
+    for (const field of limitHeaders(options, route, resource, lease)) headers.push(field);
     const rejecting = route.members.indexOf(lease.source as Member);
     if (rejecting >= 0) policies = [route.names[rejecting]];
     else if (policyName !== undefined) policies = [policyName];
@@ -191,13 +196,4 @@ export function rejection(
   });
   headers.push(['Content-Type', contentType]);
   return { status: options.status, headers, body };
-}
-
-// A key function that threw while deciding would have failed the request; here it only loses the `pk`.
-function safeKey(keyOf: (req: HttpRequest) => string, req: HttpRequest): string | undefined {
-  try {
-    return keyOf(req);
-  } catch {
-    return undefined;
-  }
 }

@@ -3,9 +3,15 @@ import type { Lease } from '../../limiters/lease.ts';
 import { PartitionedLimiter } from '../../limiters/partitioned.ts';
 import { RateLimiter } from '../../limiters/rate-limiter.ts';
 import type { Attributes } from '../../telemetry.ts';
-import type { HttpRequest } from '../request.ts';
 import { MemberInfo } from './member-info.ts';
-import { GLOBAL, type Member, type OnRejected, type Policy } from './options.ts';
+import {
+  GLOBAL,
+  type Member,
+  type OnRejected,
+  type Policy,
+  type RefundRule,
+  type RequestHook,
+} from './options.ts';
 import { checkOneStore, isRemote, type RemoteDecider, remoteDecider } from './stores.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: see HttpLimiter
@@ -54,10 +60,22 @@ export class RouteLimits {
   readonly policyAttributes: Attributes;
   readonly dryRunAttributes: Readonly<Record<Result, Attributes>>;
   readonly onRejected: OnRejected | undefined;
-  /** Decides now for `req`; never waits. Memory limiters only: a route on a Redis store uses {@link remote}. */
-  readonly tryAcquire: (req: HttpRequest) => Lease;
-  /** Decides for `req`, waiting in a queue when a member has one. */
-  readonly acquire: (req: HttpRequest, signal: AbortSignal | undefined) => Promise<Lease>;
+  /**
+   * Each member's key function (undefined for a plain limiter), called once per request by the engine, which
+   * hands the limiters the keys it got (a `KeyedResource`) rather than the request.
+   */
+  readonly keyOfs: readonly (((req: unknown) => unknown) | undefined)[];
+  /** Whether a member is partitioned (then requests are keyed before deciding). */
+  readonly keyed: boolean;
+  /** Decides now for a keyed request; never waits. Memory limiters only: a route on a Redis store uses {@link remote}. */
+  readonly tryAcquire: (resource: unknown) => Lease;
+  /**
+   * For a route whose only limiter is a partitioned one in memory: decides now by the key itself, with no
+   * `KeyedResource` to build (the commonest route: a per-client global limiter).
+   */
+  readonly tryAcquireKey: ((key: string) => Lease) | undefined;
+  /** Decides for a keyed request, waiting in a queue when a member has one. */
+  readonly acquire: (resource: unknown, signal: AbortSignal | undefined) => Promise<Lease>;
   /** How the route decides when its limiters are on a Redis store (then every decision is a Promise). */
   readonly remote: RemoteDecider | undefined;
   /**
@@ -65,6 +83,12 @@ export class RouteLimits {
    * alone and tell their own marks from another engine's by this.
    */
   owner: object | undefined = undefined;
+  /** The policy's `skip`: when it says so, the request is decided by {@link globalOnly} instead. */
+  readonly skip: RequestHook | undefined;
+  /** The route that decides a request this route's policy skips (the global limiter alone). Set by the engine. */
+  globalOnly: RouteLimits | undefined = undefined;
+  /** Which granted requests give their permits back after the response (the policy's rule, else the global one). Set by the engine. */
+  refund: RefundRule | undefined = undefined;
 
   /**
    * Throws a `TypeError` (prefixed with `where`) when the global limiter and the policy are not on one store:
@@ -94,6 +118,7 @@ export class RouteLimits {
     this.globalCount = global?.members.length ?? 0;
     this.metricPolicy = policy?.name ?? GLOBAL;
     this.onRejected = policy?.onRejected ?? fallbackOnRejected;
+    this.skip = policy?.skip;
     this.mayQueue = members.some(mayQueue);
     const attributes = {} as Record<Result, Attributes>;
     const dryRunAttributes = {} as Record<Result, Attributes>;
@@ -105,9 +130,12 @@ export class RouteLimits {
     this.policyAttributes = { policy: this.metricPolicy };
     this.dryRunAttributes = dryRunAttributes;
 
+    this.keyOfs = this.infos.map((info) => info.keyOf as ((req: unknown) => unknown) | undefined);
+    this.keyed = this.keyOfs.some((keyOf) => keyOf !== undefined);
     const keyed = members.some((m) => m instanceof PartitionedLimiter);
     if (members.length > 0) checkOneStore(where, members, names);
     const remote = members.length > 0 && isRemote(members[0]) ? remoteDecider(members as never) : undefined;
+    let lone: ((key: string) => Lease) | undefined;
     this.remote = remote;
     if (remote !== undefined) {
       this.tryAcquire = () => {
@@ -127,10 +155,12 @@ export class RouteLimits {
       } else {
         this.tryAcquire = (req) => only.tryAcquire(req, 1);
         this.acquire = (req, signal) => only.acquire(req, 1, { signal });
+        // Refundable leases only where a refund rule may ask for one (set by the engine after construction).
+        lone = (key) => only.tryAcquireKey(key, 1, this.refund !== undefined);
       }
     } else {
       if (keyed) {
-        const chain = new ChainLimiter<HttpRequest>(members as MemoryMember[]);
+        const chain = new ChainLimiter<unknown>(members as MemoryMember[]);
         this.tryAcquire = (req) => chain.tryAcquire(req, 1);
         this.acquire = (req, signal) => chain.acquire(req, 1, { signal });
       } else {
@@ -139,6 +169,7 @@ export class RouteLimits {
         this.acquire = (_req, signal) => chain.acquire(1, { signal });
       }
     }
+    this.tryAcquireKey = lone;
   }
 
   /** Whether nothing limits this route (disabled, or no global limiter and no policy). */

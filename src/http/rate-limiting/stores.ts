@@ -1,7 +1,6 @@
 import type { Lease } from '../../limiters/lease.ts';
 import { RedisChainLimiter } from '../../redis/chain.ts';
 import { type Context, RedisLimiter, RedisPartitionedLimiter } from '../../redis/limiters.ts';
-import type { HttpRequest } from '../request.ts';
 import type { Member } from './options.ts';
 
 /**
@@ -12,8 +11,8 @@ import type { Member } from './options.ts';
 
 /** How a route on a Redis store decides: one round trip per decision, a chain included. */
 export interface RemoteDecider {
-  tryAcquire(req: HttpRequest): Promise<Lease>;
-  acquire(req: HttpRequest, signal: AbortSignal | undefined): Promise<Lease>;
+  tryAcquire(resource: unknown): Promise<Lease>;
+  acquire(resource: unknown, signal: AbortSignal | undefined): Promise<Lease>;
 }
 
 type RedisMember = RedisLimiter | RedisPartitionedLimiter<unknown>;
@@ -61,7 +60,7 @@ export function remoteDecider(members: readonly RedisMember[]): RemoteDecider {
   }
   // Same as `store.chain(...members)`: the members' shared context is their store.
   if (members.some((m) => m instanceof RedisPartitionedLimiter)) {
-    const chain = new RedisChainLimiter<HttpRequest>(members[0].context, members);
+    const chain = new RedisChainLimiter<unknown>(members[0].context, members);
     return {
       tryAcquire: (req) => chain.tryAcquire(req, 1),
       acquire: (req, signal) => chain.acquire(req, 1, { signal }),

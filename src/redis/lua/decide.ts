@@ -12,7 +12,8 @@
  *   shortest, a try of one permit on Redis's clock: `spec` alone for one member (every op is one letter),
  *   `B, members, spec…` for a chain.
  * - ops: `t` try (a rejection is charged when `countRejected`), `w` a queued attempt (never charged), `p` peek
- *   (available permits, read-only), `x` release a concurrency lease, `n` renew one.
+ *   (available permits, read-only), `x` release a concurrency lease, `n` renew one, `r` refund a time-based grant
+ *   (each member's `lease` is the grant's reset time from now, as the client reckons it).
  * - reply: one string, requests separated by ';', a request's fields by ',' — granted `1,remaining₁,reset₁,…`;
  *   rejected `0,index,retryAfter,chainRetryAfter,remaining,resetAfter`; peek `available₁,…`; release and renew
  *   ''. Numbers read back exactly (`num`), '' for none. One string rather than nested arrays: the client
@@ -159,6 +160,13 @@ local function decide(op, permits, ms, now)
     local res = {}
     for j, m in ipairs(ms) do res[j] = num(max(0, m.a.available(m.c, m.s))) end
     return concat(res, ',')
+  end
+  if op == 'r' then
+    -- A refund: the member's \`lease\` field carries the grant's reset time from now.
+    for _, m in ipairs(ms) do
+      if m.a.refund and m.a.refund(m.c, m.s, permits, tonumber(m.lease) or 0, now) then m.dirty = true end
+    end
+    return ''
   end
   if op == 'x' or op == 'n' then
     for _, m in ipairs(ms) do

@@ -29,6 +29,15 @@ local FW = {
     return s[1] + m.p1 - now
   end,
   isFull = function(m, s) return s[2] <= 0 end,
+  -- A refund (op 'r'): \`expected\` is the grant's reset time from now, as the client reckons it. The current
+  -- window is the grant's when its end is that near (a later one ends a whole window further).
+  refund = function(m, s, n, expected, now)
+    local off = s[1] + m.p1 - now - expected
+    if off < 0 then off = -off end
+    if s[2] <= 0 or off * 2 >= m.p1 then return false end
+    s[2] = max(0, s[2] - n)
+    return true
+  end,
   -- Same window, and the stored TTL was already its end (count > 0): the key's expiry stands (SET KEEPTTL).
   sameExpiry = function(m, oldStart, oldCount, s) return oldStart == s[1] and oldCount > 0 end,
 }

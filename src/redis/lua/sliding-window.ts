@@ -57,5 +57,18 @@ local SW = {
     return 0
   end,
   isFull = function(m, s) return s[3] <= 0 end,
+  -- A refund (op 'r'): the grant's segment leaves the window \`expected\` ms from now, as the client reckons it;
+  -- k segments back from the current one, if still in the window.
+  refund = function(m, s, n, expected, now)
+    local segments = m.p2
+    local k = floor((s[1] + m.p1 - now - expected) / m.seg + 0.5)
+    if k < 0 or k >= segments then return false end
+    local slot = (s[2] - k) % segments
+    local back = min(n, s[4 + slot])
+    if not (back > 0) then return false end
+    s[4 + slot] = s[4 + slot] - back
+    s[3] = s[3] - back
+    return true
+  end,
 }
 `;

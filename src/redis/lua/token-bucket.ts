@@ -38,5 +38,11 @@ local TB = {
   retryAfter = tbUntil,
   resetAfter = function(m, s, now) return tbUntil(m, s, now, m.limit) end,
   isFull = function(m, s) return s[2] >= m.limit end,
+  -- A refund (op 'r'): the tokens back, never above the limit.
+  refund = function(m, s, n)
+    if s[2] >= m.limit then return false end
+    s[2] = min(m.limit, s[2] + n)
+    return true
+  end,
 }
 `;

@@ -1,0 +1,27 @@
+/**
+ * Misconfiguration warnings, each at most once per process: `process.emitWarning` with a `FLOODGATE_*` code,
+ * so `--no-warnings`, `process.on('warning')` and the warning's code work as for Node's own.
+ */
+const emitted = new Set<string>();
+let silenced = false;
+
+/** No more warnings in this process (`rateLimiting({ validate: false })`). */
+export function silenceWarnings(): void {
+  silenced = true;
+}
+
+/** Emits warning `code` unless it was emitted already by this process. */
+export function warnOnce(code: string, message: string): void {
+  if (silenced || emitted.has(code)) return;
+  emitted.add(code);
+  const emit = (globalThis as { process?: { emitWarning?: (m: string, o: object) => void } }).process
+    ?.emitWarning;
+  if (typeof emit === 'function') emit(message, { type: 'FloodgateWarning', code });
+  else console.warn(`${code}: ${message}`);
+}
+
+/** @internal For the tests: forget which warnings were emitted. */
+export function resetWarnings(): void {
+  emitted.clear();
+  silenced = false;
+}

@@ -1,0 +1,67 @@
+import type { IncomingMessage } from 'node:http';
+import type { Request } from 'express';
+import { rateLimiting as expressRateLimiting } from '../../src/adapters/express/rate-limiting.ts';
+import { rateLimiting as fastifyRateLimiting } from '../../src/adapters/fastify/rate-limiting.ts';
+import { rateLimiting as honoRateLimiting } from '../../src/adapters/hono/rate-limiting.ts';
+import { rateLimiting as nodeRateLimiting } from '../../src/adapters/node/rate-limiting.ts';
+import { clientIp } from '../../src/http/client-ip.ts';
+import { chain, fixedWindow, partitioned } from '../../src/index.ts';
+
+interface User {
+  id: string;
+}
+declare global {
+  namespace Express {
+    interface Request {
+      user?: User;
+    }
+  }
+}
+declare module 'fastify' {
+  interface FastifyRequest {
+    user?: User;
+  }
+}
+
+const ip = clientIp();
+const perMinute = fixedWindow({ permitLimit: 100, window: '1m' });
+
+export const express = expressRateLimiting({
+  global: partitioned({ key: (req) => req.user?.id ?? ip(req), limiter: perMinute }),
+  policies: {
+    both: chain(
+      partitioned({ key: (req: Request) => req.user?.id ?? ip(req), limiter: perMinute }),
+      perMinute,
+    ),
+  },
+  onRejected: (ctx) => ctx.response.status(429),
+});
+export function fastify() {
+  return fastifyRateLimiting;
+}
+export const fastifyOptions: Parameters<typeof fastifyRateLimiting>[1] = {
+  global: partitioned({ key: (request) => request.user?.id ?? ip(request), limiter: perMinute }),
+};
+export const hono = honoRateLimiting<{ Variables: { user?: User } }>({
+  global: partitioned({ key: (c) => c.get('user')?.id ?? ip(c), limiter: perMinute }),
+});
+interface Authed extends IncomingMessage {
+  user?: User;
+}
+export const node = nodeRateLimiting<Authed>({
+  global: partitioned({ key: (req) => req.user?.id ?? ip(req), limiter: perMinute }),
+});
+export const nodeDefault = nodeRateLimiting({
+  global: partitioned({ key: (req) => req.headers['x-user']?.toString() ?? ip(req), limiter: perMinute }),
+});
+export const honoDefault = honoRateLimiting({
+  global: partitioned({ key: (c) => c.req.header('x-user') ?? ip(c), limiter: perMinute }),
+});
+
+// The rate limit on the request, typed on every adapter.
+export const infoTypes = {
+  express: (req: Request): number | undefined => req.rateLimit?.remaining,
+  node: (req: IncomingMessage): string | undefined => req.rateLimit?.policy,
+  fastify: (request: import('fastify').FastifyRequest): number | undefined => request.rateLimit?.limit,
+  hono: (c: import('hono').Context): readonly { name: string }[] => c.get('rateLimit').policies,
+};
