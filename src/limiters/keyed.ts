@@ -1,9 +1,8 @@
 /**
  * A resource whose partition keys were computed already, once, by the caller (the HTTP layer, which awaits
  * async key functions and runs each exactly once per request): a partitioned limiter given one reads its key
- * here instead of calling its key function again.
- *
- * @internal
+ * here instead of calling its key function again. Not exported by any entry point; its declaration ships because
+ * the HTTP layer's types name it (so it is not marked internal: stripInternal would leave those names dangling).
  */
 export class KeyedResource {
   constructor(

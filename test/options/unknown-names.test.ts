@@ -230,7 +230,7 @@ describe('unknown option names', () => {
       (error: Error) => error.message === 'fixedWindow: unknown option "colour"',
     );
     // Options declared for features that land separately must not be refused by this check.
-    const named = { limiter: limiter(), skip: () => false, validate: false };
+    const named = { limiter: limiter(), skip: () => false, skipSuccessfulRequests: true };
     assert.doesNotThrow(() => node.rateLimiting(loose({ policies: { api: named } })));
   });
 });

@@ -10,12 +10,13 @@ before(async () => {
 });
 after(() => packed?.remove());
 
-/** What the tarball may hold: the build (code and types, no source maps), the guides, the licence. */
+/** What the tarball may hold: the build (code and types, no source maps), the guides and their charts, the licence. */
 const allowed = [
   /^package\.json$/,
   /^README\.md$/,
   /^LICENSE$/,
   /^docs\/[a-z0-9-]+\.md$/,
+  /^docs\/[a-z0-9-]+\.svg$/,
   /^dist\/([a-z0-9-]+\/)*[a-z0-9-]+\.js$/,
   /^dist\/([a-z0-9-]+\/)*[a-z0-9-]+\.d\.ts$/,
 ];
