@@ -8,6 +8,8 @@ export { type ClientIpOptions, UNKNOWN_CLIENT } from '../../http/client-ip.ts';
 /** What {@link clientIp} reads of Koa's `ctx`. */
 export interface KoaClientIpContext {
   readonly ip: string;
+  /** The node request: the socket peer and raw headers are read from it, as `clientIp()` reads node's. */
+  readonly req: object;
   readonly app: { readonly proxy: boolean; readonly maxIpsCount?: number };
 }
 
@@ -33,7 +35,7 @@ export function clientIp(options: ClientIpOptions = {}): (ctx: KoaClientIpContex
   // Validates every option, and is the key whenever the app does not trust proxies.
   const byPeer = httpClientIp(options);
   if (options.trustedProxies !== undefined || options.trustedHops !== undefined) {
-    return byPeer as unknown as (ctx: KoaClientIpContext) => string;
+    return (ctx) => byPeer(ctx.req as RequestLike);
   }
   const addresses = new AddressParser(parseTrustedProxies([]), options.ipv6Subnet ?? 64);
   const validate = options.validate ?? true;
@@ -41,7 +43,8 @@ export function clientIp(options: ClientIpOptions = {}): (ctx: KoaClientIpContex
   let lastKey = UNKNOWN_CLIENT;
   return (ctx) => {
     const app = ctx.app;
-    if (app?.proxy !== true) return byPeer(ctx as unknown as RequestLike);
+    // The node request is what floodgate's clientIp() reads fastest (and with its raw header lines).
+    if (app?.proxy !== true) return byPeer(ctx.req as RequestLike);
     if (validate && !(Number(app.maxIpsCount) > 0)) {
       warnOnce(
         'FLOODGATE_TRUST_ALL_PROXIES',

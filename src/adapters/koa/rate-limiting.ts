@@ -75,8 +75,9 @@ function ctxSignal(ctx: Ctx): AbortSignal {
   return waitSignal(ctx.req, ctx.res);
 }
 
+// On the node response, as Koa's own ctx.set() does after checks this path does not need (the headers were not sent).
 function setHeader(ctx: Ctx, name: string, value: string): void {
-  ctx.set(name, value);
+  ctx.res.setHeader(name, value);
 }
 
 /** Whether an `onRejected` hook answered by itself: it set a body, wrote the response, or took it over. */
