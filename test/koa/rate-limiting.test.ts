@@ -356,6 +356,41 @@ describe('Koa rateLimiting', () => {
     );
   });
 
+  test("onRejected may ctx.throw(): the rejection goes through Koa's error handling, with its headers", async () => {
+    const c = clock();
+    const limiter = rateLimiting({
+      global: fixedWindow({ permitLimit: 1, window: '1m', clock: c }),
+      onRejected: ({ request, status, headers }) => {
+        request.throw(status, 'Slow down', { headers: Object.fromEntries(headers), expose: true });
+      },
+    });
+    const seen: number[] = [];
+    await using(
+      start((app, router) => {
+        app.use(async (_ctx, next) => {
+          try {
+            await next();
+          } catch (error) {
+            seen.push((error as { status: number }).status);
+            throw error;
+          }
+        });
+        app.use(limiter);
+        router.get('/', (ctx) => {
+          ctx.body = 'ok';
+        });
+      }),
+      async ({ url }) => {
+        assert.equal((await get(url)).status, 200);
+        const rejected = await get(url);
+        assert.deepEqual([rejected.status, rejected.body], [429, 'Slow down']);
+        assert.equal(rejected.headers.get('retry-after'), '60');
+        assert.match(rejected.headers.get('ratelimit')!, /"global";r=0;t=60/);
+        assert.deepEqual(seen, [429], 'an outer middleware saw the error');
+      },
+    );
+  });
+
   test("a key function that throws: 500 through Koa's error handling, nothing charged or leaked", async () => {
     const slots = concurrency({ permitLimit: 1 });
     const limiter = rateLimiting({
