@@ -5,6 +5,7 @@
 import 'reflect-metadata';
 import { Controller, Get, Module, type ModuleMetadata, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
 
 type MethodDecorator = (target: object, key: string, descriptor: PropertyDescriptor) => unknown;
 
@@ -34,11 +35,17 @@ export interface Running {
   close(): Promise<void>;
 }
 
-/** Starts a Nest application (Express platform) of one module on a free port. */
-export async function start(metadata: ModuleMetadata): Promise<Running> {
+export const platforms = ['express', 'fastify'] as const;
+export type Platform = (typeof platforms)[number];
+
+/** Starts a Nest application of one module on a free port, on the Express (default) or the Fastify platform. */
+export async function start(platform: Platform, metadata: ModuleMetadata): Promise<Running> {
   const App = class AppModule {};
   Module(metadata)(App);
-  const app = await NestFactory.create(App, { logger: false });
+  const app =
+    platform === 'fastify'
+      ? await NestFactory.create(App, new FastifyAdapter(), { logger: false })
+      : await NestFactory.create(App, { logger: false });
   await app.listen(0, '127.0.0.1');
   const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
   return { url, close: () => app.close() };

@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { ExecutionContext } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import type { Request } from 'express';
 import { FloodgateGuard, FloodgateModule, RateLimit } from '../../src/adapters/nestjs/index.ts';
 import { fixedWindow } from '../../src/index.ts';
 import { type RedisClientLike, redisStore } from '../../src/redis/index.ts';
@@ -28,7 +27,8 @@ after(async () => {
 });
 
 const byUser = (context: ExecutionContext) =>
-  context.switchToHttp().getRequest<Request>().get('x-user') ?? 'anon';
+  context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers['x-user'] ??
+  'anon';
 
 test('Nest on Redis: an injected client, global + policy as one chain, a rejection burns no global permit', async () => {
   const REDIS = Symbol('redis');
@@ -40,7 +40,7 @@ test('Nest on Redis: an injected client, global + policy as one chain, a rejecti
   };
   const Api = controller({ '/': [() => 'ok'], '/tight': [() => 'ok', RateLimit('tight')] });
   await using(
-    start({
+    start('express', {
       imports: [
         FloodgateModule.forRootAsync({
           imports: [redisModule],

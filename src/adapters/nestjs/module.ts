@@ -31,8 +31,8 @@ const engineProvider: Provider = {
 };
 
 /**
- * floodgate for NestJS: one rate-limiting engine for the application, injectable `FloodgateGuard`. Global (the
- * guard and the engine can be injected in every module).
+ * floodgate for NestJS (Express and Fastify platforms): one rate-limiting engine for the application,
+ * injectable `FloodgateGuard`. Global (the guard and the engine can be injected in every module).
  *
  * @example
  * ```ts
