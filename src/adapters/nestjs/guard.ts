@@ -127,18 +127,19 @@ export class FloodgateGuard implements CanActivate {
   }
 
   #reject(answer: Answer, decision: Decision, pair: HttpPair): never {
-    const headers = new Headers();
-    for (const [name, value] of answer.headers) {
-      headers.append(name, value);
+    const res = pair.res;
+    if (!res.headersSent) {
       // The exception filter writes the body (and its type); the rest of the fields go on the response now.
-      if (name.toLowerCase() !== 'content-type' && !pair.res.headersSent) pair.res.setHeader(name, value);
+      for (const [name, value] of answer.headers) {
+        if (name.length !== 12 || name.toLowerCase() !== 'content-type') res.setHeader(name, value);
+      }
     }
     const problem = this.engine.options.body !== 'text';
     const body = problem ? (JSON.parse(answer.body) as Record<string, unknown>) : answer.body;
     throw new RateLimitExceededException(
       body,
       answer.status,
-      headers,
+      answer.headers,
       decision.lease!,
       decision.route.policy?.name,
     );
