@@ -13,3 +13,8 @@ export const FLOODGATE_ENGINE = Symbol.for('floodgate.nestjs.engine');
  * before).
  */
 export type FloodgateModuleOptions = RateLimitingOptions<ExecutionContext, ExecutionContext>;
+
+/** The injection token of `FloodgateTimeoutsModule`'s options. */
+export const FLOODGATE_TIMEOUTS_OPTIONS = Symbol.for('floodgate.nestjs.timeoutsOptions');
+/** The injection token of `FloodgateTimeoutsModule`'s timeouts engine. */
+export const FLOODGATE_TIMEOUTS_ENGINE = Symbol.for('floodgate.nestjs.timeoutsEngine');
