@@ -38,6 +38,16 @@ export function start(setup: (app: Koa, router: Router) => void): Promise<Runnin
   });
 }
 
+/** Runs `check` against a started app, and closes it whatever happens. */
+export async function using(running: Promise<Running>, check: (r: Running) => Promise<void>): Promise<void> {
+  const r = await running;
+  try {
+    await check(r);
+  } finally {
+    await r.close();
+  }
+}
+
 /** A GET on a fresh connection. */
 export async function get(
   url: string,

@@ -10,16 +10,7 @@ import { describe, test } from 'node:test';
 import type { Context } from 'koa';
 import { clientIp, rateLimiting } from '../../src/adapters/koa/index.ts';
 import { concurrency, fixedWindow, partitioned, slidingWindow, tokenBucket } from '../../src/index.ts';
-import { clock, gate, get, type Running, start, until } from './app.ts';
-
-async function using(running: Promise<Running>, check: (r: Running) => Promise<void>): Promise<void> {
-  const r = await running;
-  try {
-    await check(r);
-  } finally {
-    await r.close();
-  }
-}
+import { clock, gate, get, start, until, using } from './app.ts';
 
 describe('Koa rateLimiting', () => {
   test('429 with a text body and Retry-After, per algorithm; the RateLimit fields on admitted responses', async () => {

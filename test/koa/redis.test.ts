@@ -11,7 +11,7 @@ import { concurrency, fixedWindow, slidingWindow, tokenBucket } from '../../src/
 import { redisStore } from '../../src/redis/index.ts';
 import { clients, type TestClient } from '../redis/clients.ts';
 import { RedisServer } from '../support/redis-server.ts';
-import { gate, get, type Running, start, until } from './app.ts';
+import { gate, get, start, until, using } from './app.ts';
 
 let server: RedisServer;
 const open: TestClient[] = [];
@@ -22,15 +22,6 @@ after(async () => {
   await Promise.all(open.map((c) => c.close()));
   await server.stop();
 });
-
-async function using(running: Promise<Running>, check: (r: Running) => Promise<void>): Promise<void> {
-  const r = await running;
-  try {
-    await check(r);
-  } finally {
-    await r.close();
-  }
-}
 
 const byUser = (ctx: Context) => ctx.get('x-user') || 'anon';
 

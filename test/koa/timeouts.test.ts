@@ -8,16 +8,7 @@ import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
 import { rateLimiting, requestTimeouts } from '../../src/adapters/koa/index.ts';
 import { concurrency } from '../../src/index.ts';
-import { gate, get, type Running, start, until } from './app.ts';
-
-async function using(running: Promise<Running>, check: (r: Running) => Promise<void>): Promise<void> {
-  const r = await running;
-  try {
-    await check(r);
-  } finally {
-    await r.close();
-  }
-}
+import { gate, get, start, until, using } from './app.ts';
 
 describe('Koa requestTimeouts', () => {
   test('answers at the deadline for a handler that ignores its signal; its late body and writes are dropped', async () => {

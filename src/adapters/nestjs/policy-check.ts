@@ -1,6 +1,7 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { FloodgateGuard } from './guard.ts';
+import { forEachHandler } from './handlers.ts';
 
 /**
  * Checks every controller's `@RateLimit()` settings when the application starts, so that a policy name that does
@@ -15,15 +16,9 @@ export class FloodgatePolicyCheck implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    for (const wrapper of this.discovery.getControllers()) {
-      const controller = wrapper.metatype as (abstract new (...args: never[]) => unknown) | null;
-      if (typeof controller !== 'function') continue;
-      const prototype = controller.prototype as Record<string, unknown>;
-      for (const name of this.scanner.getAllMethodNames(prototype)) {
-        const handler = prototype[name];
-        if (typeof handler === 'function') this.guard.routeOf(controller, handler);
-      }
-    }
+    forEachHandler(this.discovery, this.scanner, (controller, handler) =>
+      this.guard.routeOf(controller, handler),
+    );
   }
 }
 

@@ -9,6 +9,7 @@ import {
 import { DiscoveryModule, DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { RequestTimeouts } from '../../http/timeouts/engine.ts';
 import type { RequestTimeoutsOptions } from '../../http/timeouts/options.ts';
+import { forEachHandler } from './handlers.ts';
 import type { FloodgateModuleAsyncOptions } from './module.ts';
 import { FloodgateTimeoutInterceptor } from './timeout-interceptor.ts';
 import { FLOODGATE_TIMEOUTS_ENGINE, FLOODGATE_TIMEOUTS_OPTIONS } from './tokens.ts';
@@ -35,15 +36,9 @@ class TimeoutSettingsCheck implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    for (const wrapper of this.discovery.getControllers()) {
-      const controller = wrapper.metatype as (abstract new (...args: never[]) => unknown) | null;
-      if (typeof controller !== 'function') continue;
-      const prototype = controller.prototype as Record<string, unknown>;
-      for (const name of this.scanner.getAllMethodNames(prototype)) {
-        const handler = prototype[name];
-        if (typeof handler === 'function') this.interceptor.settingOf(controller, handler);
-      }
-    }
+    forEachHandler(this.discovery, this.scanner, (controller, handler) =>
+      this.interceptor.settingOf(controller, handler),
+    );
   }
 }
 Injectable()(TimeoutSettingsCheck);
