@@ -9,6 +9,7 @@ import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
 import type { Context } from 'koa';
 import { clientIp, rateLimiting } from '../../src/adapters/koa/index.ts';
+import { resetWarnings } from '../../src/http/warnings.ts';
 import { concurrency, fixedWindow, partitioned, slidingWindow, tokenBucket } from '../../src/index.ts';
 import { clock, gate, get, start, until, using } from './app.ts';
 
@@ -436,6 +437,70 @@ describe('Koa rateLimiting', () => {
         assert.equal((await get(url, { 'x-user': 'a' })).status, 200);
         assert.equal((await get(url, { 'x-user': 'a' })).status, 429);
         assert.equal((await get(url, { 'x-user': 'b' })).status, 200);
+      },
+    );
+  });
+
+  test('app.proxy with maxIpsCount 0 trusts any X-Forwarded-For: clientIp() warns once, naming the fix', async () => {
+    resetWarnings();
+    const warnings: Array<{ code?: string; message: string }> = [];
+    const onWarning = (warning: Error & { code?: string }) => warnings.push(warning);
+    process.on('warning', onWarning);
+    const limiter = rateLimiting({
+      global: partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: 100, window: '1m' }) }),
+    });
+    try {
+      await using(
+        start((app, router) => {
+          app.proxy = true;
+          app.use(limiter);
+          router.get('/', (ctx) => {
+            ctx.body = String(ctx.state.rateLimit?.key);
+          });
+        }),
+        async ({ url }) => {
+          const spoofed = await get(url, { 'x-forwarded-for': '198.51.100.7, 203.0.113.1' });
+          assert.equal(spoofed.body, '198.51.100.7', 'Koa believes the leftmost entry');
+          await get(url, { 'x-forwarded-for': '198.51.100.8' });
+          await new Promise((resolve) => setImmediate(resolve));
+          const ours = warnings.filter((w) => w.code === 'FLOODGATE_TRUST_ALL_PROXIES');
+          assert.equal(ours.length, 1);
+          assert.match(ours[0].message, /app\.maxIpsCount/);
+        },
+      );
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
+  test('dryRun: nothing is rejected, onRejected sees ctx with dryRun true, the info says what would have been', async () => {
+    const c = clock();
+    const seen: string[] = [];
+    const limiter = rateLimiting({
+      global: fixedWindow({ permitLimit: 1, window: '1m', clock: c }),
+      dryRun: true,
+      onRejected: ({ request, dryRun }) => {
+        seen.push(`${request.path} ${dryRun}`);
+      },
+    });
+    await using(
+      start((app, router) => {
+        app.use(limiter);
+        router.get('/', (ctx) => {
+          ctx.body = String(ctx.state.rateLimit?.granted);
+        });
+      }),
+      async ({ url }) => {
+        const answers = [await get(url), await get(url), await get(url)];
+        assert.deepEqual(
+          answers.map((a) => [a.status, a.body]),
+          [
+            [200, 'true'],
+            [200, 'false'],
+            [200, 'false'],
+          ],
+        );
+        assert.deepEqual(seen, ['/ true', '/ true']);
       },
     );
   });
