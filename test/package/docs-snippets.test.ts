@@ -21,6 +21,15 @@ const installed = [
   'fastify',
   'hono',
   '@hono/node-server',
+  'koa',
+  '@types/koa',
+  '@koa/router',
+  '@types/koa__router',
+  '@nestjs/common',
+  '@nestjs/core',
+  '@nestjs/platform-express',
+  'reflect-metadata',
+  'rxjs',
   'ioredis',
   'redis',
   'undici',
@@ -42,7 +51,15 @@ before(async () => {
     return name;
   });
   // skipLibCheck: the declarations are checked by entry-points.test.ts; here, the snippets.
-  writeTsconfig(dir, [], { lib: ['es2023'], skipLibCheck: true, outDir: 'out' });
+  // Nest's decorators are TypeScript's legacy ones: a Nest application compiles with experimentalDecorators and
+  // emitDecoratorMetadata, which change nothing for the other snippets.
+  writeTsconfig(dir, [], {
+    lib: ['es2023'],
+    skipLibCheck: true,
+    outDir: 'out',
+    experimentalDecorators: true,
+    emitDecoratorMetadata: true,
+  });
   // One compilation per snippet: tsc reports no type errors at all while any file has a syntax error.
   for (const [index, snippet] of checked.entries()) {
     const config = `tsconfig-${index}.json`;

@@ -1,0 +1,220 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { DefaultContext, DefaultState, Middleware, Next, ParameterizedContext } from 'koa';
+import { type Decision, RateLimiting } from '../../http/rate-limiting/engine.ts';
+import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
+import { holdUntilEnd, isThenable, refundWhenDone, waitSignal } from '../../http/rate-limiting/node-http.ts';
+import type { RateLimitingOptions, RejectedContext, RouteLimit } from '../../http/rate-limiting/options.ts';
+import type { Answer } from '../../http/rate-limiting/response.ts';
+import type { RouteLimits } from '../../http/rate-limiting/route.ts';
+import { findMarker, kMarker, type Marked } from './route-lookahead.ts';
+
+export type {
+  HttpLimiter,
+  OnRejected,
+  RateLimitingOptions,
+  RateLimitPolicyOptions,
+  RejectedContext,
+  RouteLimit,
+} from '../../http/rate-limiting/options.ts';
+
+declare module 'koa' {
+  interface DefaultState {
+    /** This request's rate limit (the same numbers as its RateLimit fields); undefined when not limited. */
+    rateLimit?: RateLimitInfo;
+  }
+}
+
+/** Koa's context as hooks see it: `ctx.state` typed by your app's `State` (`ctx.state.user` from your auth). */
+export type KoaContext<State = DefaultState, Custom = DefaultContext> = ParameterizedContext<State, Custom>;
+
+/**
+ * Options of the Koa `rateLimiting()`: every hook (a partitioned limiter's `key`, `skip`, `requestWasSuccessful`,
+ * `onRejected`) receives Koa's `ctx`, as request and response. `rateLimiting<{ user?: User }>()` types
+ * `ctx.state.user` in them.
+ */
+export type KoaRateLimitingOptions<State = DefaultState, Custom = DefaultContext> = RateLimitingOptions<
+  KoaContext<State, Custom>,
+  KoaContext<State, Custom>
+>;
+
+/** The app-level middleware and its route markers. Created by {@link rateLimiting}. */
+export interface KoaRateLimiting<State = DefaultState, Custom = DefaultContext>
+  extends Middleware<State, Custom> {
+  /**
+   * A route marker for `@koa/router`: this route is limited by the global limiter and the named policy (or an
+   * inline one), as one all-or-nothing chain. The name is checked now, so a typo fails at startup.
+   */
+  requirePolicy(
+    policy:
+      | string
+      | Exclude<RouteLimit<KoaContext<State, Custom>, KoaContext<State, Custom>>, string | false>,
+  ): Middleware<State, Custom>;
+  /** A route marker: no rate limiting on this route, not even the global limiter. */
+  noRateLimit(): Middleware<State, Custom>;
+  /** The engine behind this middleware. */
+  readonly engine: RateLimiting;
+}
+
+const kDecided: unique symbol = Symbol.for('floodgate.rateLimited') as never;
+type Decided = { [kDecided]?: RouteLimits };
+
+interface Ctx {
+  req: IncomingMessage;
+  res: ServerResponse;
+  state: { rateLimit?: RateLimitInfo };
+  status: number;
+  body: unknown;
+  respond?: boolean;
+  headerSent: boolean;
+  set(name: string, value: string | string[]): void;
+}
+
+// Queued requests wait with the request timeout's signal when `requestTimeouts()` runs first, else with one
+// that aborts when the client goes away. A function made once: deciding allocates no closure.
+function ctxSignal(ctx: Ctx): AbortSignal {
+  return waitSignal(ctx.req, ctx.res);
+}
+
+// On the node response, as Koa's own ctx.set() does after checks this path does not need (the headers were not sent).
+function setHeader(ctx: Ctx, name: string, value: string): void {
+  ctx.res.setHeader(name, value);
+}
+
+/** Whether an `onRejected` hook answered by itself: it set a body, wrote the response, or took it over. */
+function answered(ctx: Ctx): boolean {
+  return ctx.body !== undefined && ctx.body !== null ? true : ctx.headerSent || ctx.respond === false;
+}
+
+function send(ctx: Ctx, answer: Answer): void {
+  ctx.status = answer.status;
+  for (const [name, value] of answer.headers) ctx.set(name, value);
+  // `Headers` joins repeated fields with ', ', which is right for every field but Set-Cookie.
+  if (answer.headers instanceof Headers && answer.headers.has('set-cookie')) {
+    ctx.set('set-cookie', answer.headers.getSetCookie());
+  }
+  ctx.body = answer.body;
+}
+
+/**
+ * Rate limiting for Koa 2 and 3. `app.use(limiter)` applies the global limiter to every request that reaches
+ * it; route markers on `@koa/router` routes (`limiter.requirePolicy('name')`, `limiter.noRateLimit()`) set a
+ * route's policy.
+ *
+ * Global and route policy are decided together, once, whatever the order: the app-level middleware asks the
+ * app's routers which route the request will reach and decides its whole chain; a marker on a route the
+ * middleware did not run for decides the chain itself. A marker that finds the request already decided without
+ * its policy fails the request rather than skip its policy.
+ *
+ * A rejection answers without calling `next()`. An admitted request awaits `next()`; a held (concurrency) permit
+ * comes back when the response has been written or the client went away, not when the middleware chain
+ * settles. A key function or hook that throws fails the request through Koa's error handling (500, the app's
+ * `'error'` event); nothing is charged. `ctx.state.rateLimit` carries the request's numbers.
+ *
+ * @example
+ * ```ts
+ * const limiter = rateLimiting({
+ *   global: partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: 100, window: '1m' }) }),
+ *   policies: { login: partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: 5, window: '1m' }) }) },
+ * });
+ * app.use(limiter);
+ * router.post('/login', limiter.requirePolicy('login'), login);
+ * router.get('/health', limiter.noRateLimit(), health);
+ * app.use(router.routes());
+ * ```
+ */
+export function rateLimiting(options?: KoaRateLimitingOptions): KoaRateLimiting;
+/** With your app's state (`rateLimiting<{ user?: User }>(…)`), `ctx.state` in hooks is typed. */
+export function rateLimiting<State, Custom = DefaultContext>(
+  options?: KoaRateLimitingOptions<State, Custom>,
+): KoaRateLimiting<State, Custom>;
+export function rateLimiting<State, Custom>(
+  options?: KoaRateLimitingOptions<State, Custom>,
+): KoaRateLimiting<State, Custom> {
+  const engine = new RateLimiting(options);
+  let markers = 0;
+  const decidedWith = (ctx: Ctx): RouteLimits | undefined => {
+    const route = (ctx as Decided)[kDecided];
+    return route !== undefined && route.owner === engine ? route : undefined;
+  };
+
+  // Synchronous until something has to wait: most requests are decided without a Promise of floodgate's own.
+  const decide = (route: RouteLimits, ctx: Ctx, next: Next): Promise<unknown> => {
+    (ctx as Decided)[kDecided] = route;
+    if (route.unlimited) return next();
+    const pending = engine.decide(ctx, ctx, route, ctxSignal, ctx);
+    if (isThenable(pending)) return pending.then((decision) => decided(decision, ctx, next));
+    return decided(pending, ctx, next);
+  };
+
+  const decided = (decision: Decision, ctx: Ctx, next: Next): Promise<unknown> => {
+    // The client left the queue (or the request timed out, and requestTimeouts() answered): nothing to send.
+    if (decision.result === 'canceled') return Promise.resolve();
+    if (decision.lease !== undefined) ctx.state.rateLimit = decision; // the decision is its own RateLimitInfo
+    if (decision.lease !== undefined && !decision.lease.granted) {
+      const done = rejected(decision, ctx);
+      if (!engine.options.dryRun) return done;
+      return done.then(() => admitted(decision, ctx, next));
+    }
+    return admitted(decision, ctx, next);
+  };
+
+  const rejected = async (decision: Decision, ctx: Ctx): Promise<void> => {
+    const hook = decision.route.onRejected;
+    if (hook === undefined) {
+      if (!engine.options.dryRun) send(ctx, engine.rejection(decision));
+      return;
+    }
+    const context = engine.rejectedContext<Ctx, Ctx>(decision, ctx, ctx);
+    await hook(context as RejectedContext<Ctx, Ctx>);
+    if (engine.options.dryRun || answered(ctx)) return;
+    send(ctx, context);
+  };
+
+  const admitted = (decision: Decision, ctx: Ctx, next: Next): Promise<unknown> => {
+    if (engine.options.headers.length > 0 && decision.lease !== undefined && !ctx.headerSent) {
+      engine.setHeaders(decision, ctx, setHeader);
+    }
+    // Watched on the node response: the body Koa writes after the chain settles (a stream, a file) still holds it.
+    holdUntilEnd(engine, ctx.res, decision);
+    if (decision.refundable) refundWhenDone(engine, ctx, ctx, ctx.res, decision);
+    return next();
+  };
+
+  const middleware = (ctx: Ctx, next: Next): Promise<unknown> => {
+    if (decidedWith(ctx) !== undefined) return next();
+    let route = engine.defaultRoute;
+    if (markers > 0) {
+      const marker = findMarker(ctx as never, engine);
+      if (marker !== undefined) route = marker;
+    }
+    return decide(route, ctx, next);
+  };
+
+  const marker = (route: RouteLimits): Middleware<State, Custom> => {
+    markers++;
+    const handle = (ctx: Ctx, next: Next): Promise<unknown> => {
+      const prior = decidedWith(ctx);
+      if (prior === undefined) return decide(route, ctx, next);
+      if (prior === route) return next();
+      throw new Error(
+        `floodgate: this route requires rate-limiting policy ${JSON.stringify(route.policy?.name ?? 'none')} but the ` +
+          'request was already decided without it (a middleware changed the path, or two markers apply); ' +
+          'global and route policy must be decided together',
+      );
+    };
+    (handle as Marked)[kMarker] = { engine, route };
+    return handle as unknown as Middleware<State, Custom>;
+  };
+
+  const requirePolicy = (
+    policy:
+      | string
+      | Exclude<RouteLimit<KoaContext<State, Custom>, KoaContext<State, Custom>>, string | false>,
+  ) => marker(engine.requiredRoute(policy));
+  const noRateLimit = () => marker(engine.disabledRoute);
+
+  return Object.assign(middleware, { requirePolicy, noRateLimit, engine }) as unknown as KoaRateLimiting<
+    State,
+    Custom
+  >;
+}

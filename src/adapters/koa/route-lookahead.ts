@@ -1,0 +1,58 @@
+import type { RateLimiting } from '../../http/rate-limiting/engine.ts';
+import type { RouteLimits } from '../../http/rate-limiting/route.ts';
+
+/**
+ * Which route marker, if any, the request will reach. The app-level middleware runs before `@koa/router` routes
+ * the request, yet must decide the global limiter and the route's policy as one chain: it asks each router
+ * mounted on the app (`app.use(router.routes())`, whose dispatch function carries its router) which layers the
+ * request matches, with the router's own `match()`, and looks for a marker in those layers' stacks, in the
+ * order the router would run them. Nested routers (`router.use(sub.routes())`) are flattened into their parent
+ * by `@koa/router` itself, so the top-level router sees their routes too.
+ */
+
+export const kMarker: unique symbol = Symbol.for('floodgate.rateLimitMarker') as never;
+
+/** A marker middleware carries its engine and route limits. */
+export type Marked = { [kMarker]?: { engine: RateLimiting; route: RouteLimits } };
+
+/** What `@koa/router` offers: `match()` and its layers' middleware stacks. */
+interface Router {
+  opts?: { routerPath?: string };
+  match(path: string, method: string): { pathAndMethod: Array<{ stack?: unknown[] }>; route: boolean };
+}
+
+interface ContextLike {
+  readonly app?: { middleware?: unknown[] };
+  readonly path?: string;
+  readonly method?: string;
+}
+
+/** The limits of the marker on the route `ctx` will reach, or undefined for none (the global limiter). */
+export function findMarker(ctx: ContextLike, engine: RateLimiting): RouteLimits | undefined {
+  const stack = ctx.app?.middleware;
+  if (!Array.isArray(stack)) return undefined;
+  for (const fn of stack) {
+    const router = (fn as { router?: Router } | null)?.router;
+    if (router === undefined || typeof router.match !== 'function') continue;
+    const path = router.opts?.routerPath ?? ctx.path;
+    if (typeof path !== 'string') continue;
+    let matched: ReturnType<Router['match']>;
+    try {
+      matched = router.match(path, ctx.method ?? 'GET');
+    } catch {
+      continue; // The router fails the request too: the global limiter decides.
+    }
+    // A router that matches no route runs none of its layers: the next router (or nothing) handles the request.
+    if (!matched.route) continue;
+    for (const layer of matched.pathAndMethod) {
+      if (!Array.isArray(layer.stack)) continue;
+      for (const handle of layer.stack) {
+        const marker = (handle as Marked | null)?.[kMarker];
+        if (marker !== undefined && marker.engine === engine) return marker.route;
+      }
+    }
+    // The first router with a matching route is the one that answers (unless its handler calls next()).
+    return undefined;
+  }
+  return undefined;
+}

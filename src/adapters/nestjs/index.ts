@@ -1,0 +1,18 @@
+export type {
+  HttpLimiter,
+  OnRejected,
+  RateLimitPolicyOptions,
+  RejectedContext,
+  RouteLimit,
+} from '../../http/rate-limiting/options.ts';
+export type { RequestTimeout, RequestTimeoutsOptions, RouteTimeout } from '../../http/timeouts/index.ts';
+export { isTimeoutReason, requestTimeoutOf } from '../../http/timeouts/index.ts';
+export * from './client-ip.ts';
+export * from './decorators.ts';
+export * from './exception.ts';
+export * from './guard.ts';
+export * from './module.ts';
+export * from './timeout-decorators.ts';
+export * from './timeout-interceptor.ts';
+export * from './timeouts-module.ts';
+export * from './tokens.ts';
