@@ -4,6 +4,7 @@ import { LimiterCore } from './core.ts';
 import { Lease } from './lease.ts';
 import { checkPermits, integer, object, oneOf } from './options.ts';
 import type { AcquireOptions, LimiterSpec, Statistics } from './rate-limiter.ts';
+import { MEMORY, type MemoryStore } from './store.ts';
 
 /** What happens to a new key when `maxPartitions` partitions are live and none can be dropped. */
 export type OverflowPolicy = 'reject' | 'shared';
@@ -87,6 +88,11 @@ export class PartitionedLimiter<R> {
   /** Partitions live now. */
   get size(): number {
     return this.map.size;
+  }
+
+  /** The store that decides it: this process's memory (decided synchronously). */
+  get store(): MemoryStore {
+    return MEMORY;
   }
 
   /** Decides now for `resource`'s partition and never waits. */

@@ -5,8 +5,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fixedWindow } from '../../src/index.ts';
+import type { Binding } from '../../src/redis/binding.ts';
 import type { ScriptRunner } from '../../src/redis/client.ts';
-import { type Binding, Engine } from '../../src/redis/engine.ts';
+import { Engine } from '../../src/redis/engine.ts';
 import { type RedisStoreOptions, resolveOptions } from '../../src/redis/options.ts';
 import { keySlot } from '../../src/redis/slot.ts';
 import { isUnavailableAnswer } from '../../src/redis/unavailable.ts';

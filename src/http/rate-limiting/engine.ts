@@ -1,6 +1,5 @@
 import { describe } from '../../duration.ts';
 import { ChainLease, Lease } from '../../limiters/lease.ts';
-import { isUnavailableAnswer } from '../../redis/limiters.ts';
 import { telemetry } from '../../telemetry.ts';
 import type { HttpRequest } from '../request.ts';
 import {
@@ -143,7 +142,7 @@ export class RateLimiting {
   #decided(route: RouteLimits, lease: Lease): Decision {
     let result: Result;
     // Only a route on a Redis store can be answered by its onUnavailable (granted or not).
-    if (route.remote !== undefined && isUnavailableAnswer(lease)) result = 'store_unavailable';
+    if (route.remote?.isFallback(lease)) result = 'store_unavailable';
     else if (lease.granted) result = 'acquired';
     else if (lease.reason === 'queue-full' || lease.reason === 'evicted') result = 'queue_full';
     else {
