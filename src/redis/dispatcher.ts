@@ -4,6 +4,12 @@ import { keySlot } from './slot.ts';
 
 /** The store did not answer a decision in time, or failed: the caller applies `onUnavailable`. */
 export class StoreUnavailableError extends Error {
+  /**
+   * @internal False when the failure says nothing of the node's health (a Cluster call over several keys of a
+   * slot being migrated, late because its client retries TRYAGAIN): decisions keep going to that node.
+   */
+  skip = true;
+
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'StoreUnavailableError';
@@ -368,15 +374,17 @@ export class Dispatcher {
         this.timer ??= setTimeout(this.sweep, call.deadline - due + 1);
         return;
       }
+      const error = new StoreUnavailableError(`Redis did not answer within ${this.timeoutMs} ms`);
       // A call over several keys of a slot that missed its deadline in a Cluster may be a client retrying
       // TRYAGAIN on its own (ioredis does, every `retryDelayOnTryAgain`): that slot's requests go one per call
-      // for a while.
-      if (this.runner.cluster && !call.split && call.requests.length > 1) {
+      // for a while, and the node is not skipped for it (if it is down, the next calls say so).
+      if (this.runner.cluster && (call.split || call.requests.length > 1)) {
         this.unstable.set(call.slot, performance.now() + UNSTABLE_MS);
+        error.skip = false;
       }
       // Redis may still run it (a paused server answers its backlog): keep what must be given back then.
       if (call.requests.some((r) => r.late !== undefined)) call.lateRequests = call.requests;
-      this.failed(call, new StoreUnavailableError(`Redis did not answer within ${this.timeoutMs} ms`));
+      this.failed(call, error);
     }
   };
 }

@@ -245,7 +245,8 @@ export class Engine implements DecisionHost {
 
   /** Decisions in the scope of `binding` skip Redis for `retryIntervalMs`, then try it again. */
   private failed(binding: Binding, error: StoreUnavailableError): void {
-    this.skipUntil.set(this.scopeOf(binding), performance.now() + this.options.retryIntervalMs);
+    if (error.skip)
+      this.skipUntil.set(this.scopeOf(binding), performance.now() + this.options.retryIntervalMs);
     this.options.onError?.(error);
   }
 

@@ -106,3 +106,35 @@ test('without a slot map the skip is the slot; without Cluster it is the one nod
   assert.ok(isUnavailableAnswer(await one.decideLease(bindingOf(low[1]), 1, 'limit')));
   assert.equal(single.calls.length, 1);
 });
+
+test('a Cluster call over several keys that misses its deadline skips nothing: the slot goes one decision per call', async () => {
+  const runner = stubRunner(true, () => '127.0.0.1:1');
+  const engine = engineOn(runner, { timeoutMs: 30, retryIntervalMs: 60_000, onUnavailable: 'fail-closed' });
+  const { low } = keysBySide();
+  const tag = (k: string) => `${k}x`; // same slot as k, another key
+  const first = engine.decideLease(bindingOf(low[0]), 1, 'limit');
+  const batch = [
+    engine.decideLease(bindingOf(tag(low[0])), 1, 'limit'),
+    engine.decideLease(bindingOf(`${low[0]}y`), 1, 'limit'),
+  ];
+  runner.calls[0].answer('1,9,60000');
+  await first;
+  await new Promise((r) => setImmediate(r));
+  assert.equal(
+    runner.calls[1]?.keys.length,
+    2,
+    `one call over two keys: ${JSON.stringify(runner.calls.map((c) => c.keys))}`,
+  );
+  // It never answers (a client retrying TRYAGAIN past the deadline).
+  assert.ok((await Promise.all(batch)).every((l) => isUnavailableAnswer(l)));
+  const next = engine.decideLease(bindingOf(low[1]), 1, 'limit');
+  assert.equal(runner.calls.length, 3, 'the node is not skipped');
+  runner.calls[2].answer('1,9,60000');
+  assert.ok(!isUnavailableAnswer(await next));
+  // A lone call that misses its deadline does open the skip (a node down looks like this).
+  const lone = engine.decideLease(bindingOf(low[1]), 1, 'limit');
+  assert.equal(runner.calls.length, 4);
+  await lone;
+  assert.ok(isUnavailableAnswer(await engine.decideLease(bindingOf(low[0]), 1, 'limit')));
+  assert.equal(runner.calls.length, 4, 'skipped');
+});
