@@ -114,6 +114,8 @@ export class Dispatcher {
   private expiring = false;
   /** Requests sent and not answered yet. */
   private outstanding = 0;
+  /** Per slot (one, without Cluster): when a call to it was last answered (`performance.now()`). */
+  private readonly answeredAt: Float64Array;
   /** Slots being migrated (Cluster): until when their requests go one per call. Empty in the common case. */
   private readonly unstable = new Map<number, number>();
 
@@ -121,7 +123,9 @@ export class Dispatcher {
     private readonly runner: ScriptRunner,
     private readonly timeoutMs: number,
     private readonly coalesce: boolean,
-  ) {}
+  ) {
+    this.answeredAt = new Float64Array(runner.cluster ? 16384 : 1);
+  }
 
   /** Sends `request`: now without coalescing, else with the other requests of this tick (per slot). */
   send(request: Request): void {
@@ -277,6 +281,7 @@ export class Dispatcher {
             return;
           }
           if (call.settled || call.requests[i] !== request) return;
+          this.answeredAt[call.slot] = performance.now();
           done();
           if (typeof reply === 'string') request.answer(reply);
           else
@@ -314,6 +319,7 @@ export class Dispatcher {
       );
       return;
     }
+    this.answeredAt[call.slot] = performance.now();
     this.settle(call);
     for (let i = 0; i < requests.length; i++) requests[i].answer(answers[i]);
   }
@@ -377,11 +383,20 @@ export class Dispatcher {
       const error = new StoreUnavailableError(`Redis did not answer within ${this.timeoutMs} ms`);
       // A call over several keys of a slot that missed its deadline in a Cluster may be a client retrying
       // TRYAGAIN on its own (ioredis does, every `retryDelayOnTryAgain`): that slot's requests go one per call
-      // for a while, and the node is not skipped for it (if it is down, the next calls say so).
-      if (this.runner.cluster && (call.split || call.requests.length > 1)) {
-        this.unstable.set(call.slot, performance.now() + UNSTABLE_MS);
-        error.skip = false;
+      // for a while, and the node is not skipped for it (if it is down, the next calls say so). Nor for a call
+      // to a slot being migrated (a first ASK to a node may wait for the client's connection to it): that node
+      // answered TRYAGAIN within the last second.
+      if (this.runner.cluster) {
+        if (call.split || call.requests.length > 1) {
+          this.unstable.set(call.slot, performance.now() + UNSTABLE_MS);
+          error.skip = false;
+        } else if (this.unstable.size > 0 && this.isUnstable(call.slot)) {
+          error.skip = false;
+        }
       }
+      // Its slot answered a call sent after this one: the node is up, this call alone was late (a first ASK to a
+      // node, a burst's tail). Skipping the node would answer its every key by onUnavailable for nothing.
+      if (this.answeredAt[call.slot] > call.deadline - this.timeoutMs) error.skip = false;
       // Redis may still run it (a paused server answers its backlog): keep what must be given back then.
       if (call.requests.some((r) => r.late !== undefined)) call.lateRequests = call.requests;
       this.failed(call, error);

@@ -138,3 +138,22 @@ test('a Cluster call over several keys that misses its deadline skips nothing: t
   assert.ok(isUnavailableAnswer(await engine.decideLease(bindingOf(low[0]), 1, 'limit')));
   assert.equal(runner.calls.length, 4, 'skipped');
 });
+
+test('a call that misses its deadline while a later call to its node was answered skips nothing (the node is up)', async () => {
+  const runner = stubRunner(false);
+  const engine = engineOn(runner, {
+    timeoutMs: 30,
+    retryIntervalMs: 60_000,
+    onUnavailable: 'fail-closed',
+    coalesce: false,
+  });
+  const late = engine.decideLease(bindingOf('{a}'), 1, 'limit');
+  const later = engine.decideLease(bindingOf('{b}'), 1, 'limit');
+  runner.calls[1].answer('1,9,60000');
+  assert.ok(!isUnavailableAnswer(await later));
+  assert.ok(isUnavailableAnswer(await late), 'the late one: onUnavailable');
+  const next = engine.decideLease(bindingOf('{a}'), 1, 'limit');
+  assert.equal(runner.calls.length, 3, 'not skipped');
+  runner.calls[2].answer('1,9,60000');
+  assert.ok(!isUnavailableAnswer(await next));
+});
