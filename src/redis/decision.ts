@@ -1,6 +1,6 @@
 import type { Lease } from '../limiters/lease.ts';
 import type { Binding, Decided } from './binding.ts';
-import type { Request, StoreUnavailableError } from './dispatcher.ts';
+import type { Request, StoreUnavailableError } from './request.ts';
 import { leaseOf } from './unavailable.ts';
 
 /** What a decision needs of the engine that made it (the engine, without importing it). */

@@ -6,9 +6,10 @@ import { telemetry } from '../telemetry.ts';
 import type { Binding, BoundMember, Decided } from './binding.ts';
 import type { ScriptRunner } from './client.ts';
 import { Decision, type DecisionHost } from './decision.ts';
-import { Dispatcher, type StoreUnavailableError } from './dispatcher.ts';
+import { Dispatcher } from './dispatcher.ts';
 import type { ResolvedOptions } from './options.ts';
 import { decodeNumber, encodeLone, encodeRequest, type MemberCall, type Op, specText } from './protocol.ts';
+import type { StoreUnavailableError } from './request.ts';
 import { keySlot } from './slot.ts';
 import { leaseOf } from './unavailable.ts';
 

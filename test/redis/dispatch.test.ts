@@ -10,8 +10,9 @@ import { test } from 'node:test';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { ScriptRunner } from '../../src/redis/client.ts';
-import { Dispatcher, StoreUnavailableError } from '../../src/redis/dispatcher.ts';
+import { Dispatcher } from '../../src/redis/dispatcher.ts';
 import { encodeRequest, type MemberCall, type Op } from '../../src/redis/protocol.ts';
+import { StoreUnavailableError } from '../../src/redis/request.ts';
 import { keySlot } from '../../src/redis/slot.ts';
 
 interface Call {
