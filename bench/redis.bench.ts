@@ -1,7 +1,7 @@
 /**
  * `npm run bench:redis`: decisions per second and p50/p99 latency at 1 and 64 in flight, one Node process, one
  * ioredis connection, one redis-server started here (no persistence): floodgate's Redis store (per call and
- * coalesced, a fixed window and a 2-member chain) against raw EVALSHA of fixed-window scripts,
+ * coalesced: each algorithm, and a 2-member chain) against raw EVALSHA of fixed-window scripts,
  * rate-limiter-flexible's RateLimiterRedis and rate-limit-redis; then redis-benchmark running the same code (the
  * server's own limit, with and without pipelining).
  *
@@ -14,6 +14,11 @@
  * ROUNDS times (default 3), and a ratio is taken within a round, then the median over rounds is shown.
  * Wall-clock figures on a shared machine move with its load: the Node and Redis CPU time per decision are
  * printed beside them. BENCH_MS sets the length of each measurement (default 1000).
+ *
+ * Redis's own time per decision is read from `INFO commandstats` (the usec of EVAL/EVALSHA/FCALL, which include
+ * the commands they call; CONFIG RESETSTAT before each measurement), for every algorithm coalesced, and the
+ * targets of issue 13 printed per in-flight level; then a 2 000-decision burst in one tick at the default 50 ms
+ * deadline, five times. INFLIGHT (default `1,64`) chooses the levels; REDIS_BENCHMARK=0 skips redis-benchmark.
  *
  * Floodgate is measured as published: built to dist/ first and imported from there (under tsx, esbuild's
  * keepNames would add a naming call to closures floodgate makes, a cost the published code does not have).
@@ -31,14 +36,17 @@ function built<T>(path: string): Promise<T> {
   return import(new URL(`../dist/${path}.js`, import.meta.url).href) as Promise<T>;
 }
 execFileSync('npm', ['run', '-s', 'build'], { cwd: new URL('..', import.meta.url), stdio: 'inherit' });
-const { fixedWindow, tokenBucket } = await built<typeof import('../src/index.ts')>('index');
-const { redisStore } = await built<typeof import('../src/redis/index.ts')>('redis/index');
+const { concurrency, fixedWindow, slidingWindow, tokenBucket } =
+  await built<typeof import('../src/index.ts')>('index');
+const { isUnavailableAnswer, redisStore } =
+  await built<typeof import('../src/redis/index.ts')>('redis/index');
 const { encodeRequest, specText } = await built<typeof import('../src/redis/protocol.ts')>('redis/protocol');
 const { DECIDE_SCRIPT } = await built<typeof import('../src/redis/script.ts')>('redis/script');
 
 const run = promisify(execFile);
 const DURATION = Number(process.env.BENCH_MS ?? 1000);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const INFLIGHT = (process.env.INFLIGHT ?? '1,64').split(',').map(Number);
 const KEYS = Array.from({ length: 1000 }, (_, i) => `k${i}`);
 // rate-limit-redis 6's increment script, verbatim.
 const RAW_FIXED_WINDOW = `local windowMs = tonumber(ARGV[1])
@@ -63,6 +71,23 @@ interface Sample {
   serverUs: number;
   /** This process's CPU time per decision (the benchmark loop included). */
   nodeUs: number;
+  /**
+   * Redis's own time per decision in the scripts and Functions it ran (`INFO commandstats`: the usec of EVAL,
+   * EVALSHA, FCALL, FCALL_RO, whose time includes the commands they call), independent of the client's noise.
+   */
+  statUs: number;
+}
+
+const SCRIPT_COMMANDS = ['eval', 'evalsha', 'fcall', 'fcall_ro'];
+
+/** The usec Redis spent in scripts and Functions since the last CONFIG RESETSTAT. */
+async function scriptUsec(): Promise<number> {
+  const info = String(await client.info('commandstats'));
+  let usec = 0;
+  for (const name of SCRIPT_COMMANDS) {
+    usec += Number(new RegExp(`cmdstat_${name}:calls=\\d+,usec=(\\d+)`).exec(info)?.[1] ?? 0);
+  }
+  return usec;
 }
 
 /** redis-server's CPU time so far, in microseconds (INFO cpu). */
@@ -88,6 +113,7 @@ async function measure(inflight: number, decide: Decide): Promise<Sample> {
       done++;
     }
   };
+  await client.call('CONFIG', 'RESETSTAT');
   const serverBefore = await serverCpu();
   const nodeBefore = process.cpuUsage();
   const started = performance.now();
@@ -95,6 +121,7 @@ async function measure(inflight: number, decide: Decide): Promise<Sample> {
   const elapsed = (performance.now() - started) / 1000;
   const node = process.cpuUsage(nodeBefore);
   const serverUs = ((await serverCpu()) - serverBefore) / done;
+  const statUs = (await scriptUsec()) / done;
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
   return {
@@ -103,6 +130,7 @@ async function measure(inflight: number, decide: Decide): Promise<Sample> {
     p99: at(0.99),
     serverUs,
     nodeUs: (node.user + node.system) / done,
+    statUs,
   };
 }
 
@@ -141,6 +169,17 @@ try {
         limiter: tokenBucket({ tokenLimit: limit, tokensPerPeriod: limit, period: 60_000 }),
       }),
     );
+  const makeOf = (name: string, limiter: Parameters<typeof coalesced.partitioned>[0]['limiter']) =>
+    coalesced.partitioned({ name, key: (k: string) => k, limiter });
+  const swCoalesced = makeOf(
+    'sw',
+    slidingWindow({ permitLimit: limit, window: 60_000, segmentsPerWindow: 6 }),
+  );
+  const tbCoalesced = makeOf(
+    'tb',
+    tokenBucket({ tokenLimit: limit, tokensPerPeriod: limit, period: 60_000 }),
+  );
+  const ccCoalesced = makeOf('cc', concurrency({ permitLimit: limit }));
   const fgPerCall = make(perCall, 'fg1');
   const fgCoalesced = make(coalesced, 'fg2');
   const chainPerCall = makeChain(perCall, 'fc1');
@@ -169,6 +208,12 @@ try {
     ],
     ['floodgate fixedWindow, per call', (k) => fgPerCall.tryAcquire(k)],
     ['floodgate fixedWindow, coalesced', (k) => fgCoalesced.tryAcquire(k)],
+    ['floodgate slidingWindow, coalesced', (k) => swCoalesced.tryAcquire(k)],
+    ['floodgate tokenBucket, coalesced', (k) => tbCoalesced.tryAcquire(k)],
+    [
+      'floodgate concurrency, coalesced (+ release)',
+      (k) => ccCoalesced.tryAcquire(k).then((lease) => lease.release()),
+    ],
     ['floodgate chain of 2, per call', (k) => chainPerCall.tryAcquire(k)],
     ['floodgate chain of 2, coalesced', (k) => chainCoalesced.tryAcquire(k)],
     ['rate-limiter-flexible RateLimiterRedis', (k) => rlf.consume(k)],
@@ -177,7 +222,7 @@ try {
   console.log(
     `floodgate/redis benchmark: Node ${process.version}, redis-server on port ${server.port}, ${DURATION} ms per measurement, ${ROUNDS} rounds; load average ${load()}`,
   );
-  for (const inflight of [1, 64]) {
+  for (const inflight of INFLIGHT) {
     const samples = new Map<string, Sample[]>(contenders.map(([name]) => [name, []]));
     for (let round = 0; round < ROUNDS; round++) {
       // Rotated each round: a contender measured always in the same place of the round is measured under the
@@ -195,16 +240,50 @@ try {
     for (const [name] of contenders) {
       const s = samples.get(name)!;
       const ratio = median(s.map((x, i) => x.perSecond / raw[i].perSecond));
+      const statRatio = median(s.map((x, i) => x.statUs / raw[i].statUs));
       const pick = (f: (x: Sample) => number) => median(s.map(f));
       console.log(
         `  ${name.padEnd(46)} ${Math.round(pick((x) => x.perSecond))
           .toLocaleString('en')
           .padStart(
             8,
-          )} /s ${`${(100 * ratio).toFixed(0)} %`.padStart(6)} of raw   p50 ${pick((x) => x.p50).toFixed(3)} ms   p99 ${pick((x) => x.p99).toFixed(3)} ms   CPU/decision: Redis ${pick((x) => x.serverUs).toFixed(1)} µs, Node ${pick((x) => x.nodeUs).toFixed(1)} µs`,
+          )} /s ${`${(100 * ratio).toFixed(0)} %`.padStart(6)} of raw   p50 ${pick((x) => x.p50).toFixed(3)} ms   p99 ${pick((x) => x.p99).toFixed(3)} ms   commandstats ${pick((x) => x.statUs).toFixed(2)} µs/decision (${statRatio.toFixed(2)}× raw)   CPU/decision: Redis ${pick((x) => x.serverUs).toFixed(1)} µs, Node ${pick((x) => x.nodeUs).toFixed(1)} µs`,
       );
     }
+    // The targets of issue 13, within each round, median over rounds.
+    const fg = samples.get('floodgate fixedWindow, coalesced')!;
+    const rlfS = samples.get('rate-limiter-flexible RateLimiterRedis')!;
+    const rlrS = samples.get('rate-limit-redis')!;
+    const better = (i: number) => (rlfS[i].perSecond >= rlrS[i].perSecond ? rlfS[i] : rlrS[i]);
+    const vsPeer = median(fg.map((x, i) => x.perSecond / better(i).perSecond));
+    const p99Ratio = median(fg.map((x, i) => x.p99 / better(i).p99));
+    console.log(
+      `  targets: coalesced ${vsPeer.toFixed(2)}× the better peer (≥ 2.5), its p99 ${p99Ratio.toFixed(2)}× the better peer's (≤ 1); commandstats per decision against raw's per call (≤ 0.5, chain ≤ 1.0) in the column above`,
+    );
   }
+
+  // A burst of 2 000 decisions in one tick at the default deadline (50 ms), on partitions of one limiter, the
+  // store fresh each time (nothing in flight before it); a pause past retryIntervalMs between bursts.
+  const BURST = 2000;
+  const bursts: string[] = [];
+  for (let round = 0; round < 5; round++) {
+    const store = redisStore({ client });
+    const limiter = store.partitioned({
+      name: `burst${round}`,
+      key: (k: string) => k,
+      limiter: fixedWindow({ permitLimit: limit, window: 60_000 }),
+    });
+    const started = performance.now();
+    const leases = await Promise.all(
+      Array.from({ length: BURST }, (_, i) => limiter.tryAcquire(KEYS[i % 1000])),
+    );
+    const took = performance.now() - started;
+    bursts.push(`${leases.filter((l) => isUnavailableAnswer(l)).length} in ${took.toFixed(1)} ms`);
+    await new Promise((r) => setTimeout(r, 600));
+  }
+  console.log(
+    `\nburst of ${BURST} in one tick, timeoutMs 50 (default), five bursts: onUnavailable answers ${bursts.join(', ')}; load average ${load()}`,
+  );
 
   // The server's own limit: redis-benchmark running the same code, 64 connections, 1000 keys.
   const spec = specText(fixedWindow({ permitLimit: limit, window: 60_000 }).algorithm, false, 1000, 30_000);
@@ -238,7 +317,8 @@ try {
     ['floodgate function, batch of 64', batch(64), 64],
   ];
   console.log(`\nredis-benchmark, 64 connections, 1000 keys (decisions/s); load average ${load()}`);
-  for (const [name, command, per] of commands) {
+  // REDIS_BENCHMARK=0 skips this part.
+  for (const [name, command, per] of process.env.REDIS_BENCHMARK === '0' ? [] : commands) {
     for (const pipeline of [1, 16]) {
       const { stdout } = await run('redis-benchmark', [
         '-p',

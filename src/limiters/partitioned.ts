@@ -6,6 +6,7 @@ import { keyFor } from './keyed.ts';
 import { Lease } from './lease.ts';
 import { checkPermits, integer, object, oneOf } from './options.ts';
 import type { AcquireOptions, LimiterSpec, Statistics } from './rate-limiter.ts';
+import { MEMORY, type MemoryStore } from './store.ts';
 
 /** What happens to a new key when `maxPartitions` partitions are live and none can be dropped. */
 export type OverflowPolicy = 'reject' | 'shared';
@@ -102,6 +103,11 @@ export class PartitionedLimiter<R> {
   /** Partitions live now. */
   get size(): number {
     return this.map.size;
+  }
+
+  /** The store that decides it: this process's memory (decided synchronously). */
+  get store(): MemoryStore {
+    return MEMORY;
   }
 
   /** Decides now for `resource`'s partition and never waits. */

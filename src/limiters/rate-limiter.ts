@@ -2,6 +2,7 @@ import type { Algorithm } from '../algorithms/algorithm.ts';
 import { type CoreOptions, LimiterCore } from './core.ts';
 import type { Lease } from './lease.ts';
 import { checkPermits } from './options.ts';
+import { MEMORY, type MemoryStore } from './store.ts';
 
 /** What a limiter reports about itself. */
 export interface Statistics {
@@ -56,6 +57,11 @@ export abstract class RateLimiter implements LimiterSpec {
   /** The most permits one request may ask for. */
   get limit(): number {
     return this.algorithm.limit;
+  }
+
+  /** The store that decides it: this process's memory (decided synchronously). */
+  get store(): MemoryStore {
+    return MEMORY;
   }
 
   /** Decides now and never waits. `permits = 0` probes: granted when a permit is available, consuming nothing. */

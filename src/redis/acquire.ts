@@ -1,5 +1,6 @@
 import { Lease } from '../limiters/lease.ts';
-import type { Binding, Engine } from './engine.ts';
+import type { Binding } from './binding.ts';
+import type { Engine } from './engine.ts';
 import { leaseOf } from './unavailable.ts';
 import { finish, LocalQueue, type RedisWaiter } from './waiting.ts';
 

@@ -2,7 +2,8 @@ import { describe } from '../duration.ts';
 import type { ChainAcquireArgs, ChainArgs, ChainResource } from '../limiters/chain.ts';
 import type { Lease } from '../limiters/lease.ts';
 import type { AcquireOptions, Statistics } from '../limiters/rate-limiter.ts';
-import type { Binding, BoundMember } from './engine.ts';
+import type { RemoteStore } from '../limiters/store.ts';
+import type { Binding, BoundMember } from './binding.ts';
 import { type Context, RedisLimiter, RedisPartitionedLimiter } from './limiters.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: a chain accepts partitioned limiters over any resource type
@@ -33,6 +34,11 @@ export class RedisChainLimiter<R = void> {
       }
     });
     this.needsResource = members.some((m) => m instanceof RedisPartitionedLimiter);
+  }
+
+  /** The store that decides it (a Redis store). */
+  get store(): RemoteStore {
+    return this.context.store;
   }
 
   /** Decides every member now, all or nothing: one round trip. */

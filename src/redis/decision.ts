@@ -1,12 +1,28 @@
 import type { Lease } from '../limiters/lease.ts';
-import type { Request, StoreUnavailableError } from './dispatcher.ts';
-import type { Binding, Decided, Engine } from './engine.ts';
+import type { Binding, Decided } from './binding.ts';
+import type { Request, StoreUnavailableError } from './request.ts';
 import { leaseOf } from './unavailable.ts';
+
+/** What a decision needs of the engine that made it (the engine, without importing it). */
+export interface DecisionHost {
+  encodeArgs(
+    out: string[],
+    binding: Binding,
+    op: 't' | 'w',
+    permits: number,
+    leaseId: string,
+    blockedFirst: boolean,
+    now: string,
+  ): void;
+  answered(d: Decision, reply: string): Decided;
+  unanswered(d: Decision, error: StoreUnavailableError): Decided;
+  answeredLate(d: Decision, reply: string): void;
+}
 
 /** One decision in flight: its request for the dispatcher, and its promise's settlement. */
 export class Decision implements Request {
   constructor(
-    private readonly engine: Engine,
+    private readonly engine: DecisionHost,
     readonly binding: Binding,
     readonly op: 't' | 'w',
     readonly permits: number,

@@ -1,36 +1,7 @@
 import type { ScriptRunner } from './client.ts';
+import { encode, isTryAgain, type Request, StoreUnavailableError, unavailable } from './request.ts';
 import { DECIDE_SCRIPT } from './script.ts';
 import { keySlot } from './slot.ts';
-
-/** The store did not answer a decision in time, or failed: the caller applies `onUnavailable`. */
-export class StoreUnavailableError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'StoreUnavailableError';
-  }
-}
-
-/**
- * One request for the decision script, and where its answer goes. It writes its keys and arguments straight
- * into the call's (no arrays of its own: a decision allocates little, so the collector pauses it rarely).
- */
-export interface Request {
-  /** Its first key: the Cluster slot of all of them. */
-  readonly key: string;
-  /** Appends one key per member. */
-  keysTo(out: string[]): void;
-  /** Appends the request's encoded arguments (`encodeRequest`). */
-  argsTo(out: string[]): void;
-  /** The script's answer to this request: its fields separated by ','. Must not throw. */
-  answer(reply: string): void;
-  /** Redis failed or missed the deadline. Must not throw. */
-  fail(error: StoreUnavailableError): void;
-  /**
-   * For a request that may hold something in Redis (a concurrency permit): its reply, come after it missed its
-   * deadline, so that what it granted is given back. Must not throw.
-   */
-  readonly late?: ((reply: string) => void) | undefined;
-}
 
 /** A script call in flight. */
 interface Call {
@@ -108,6 +79,8 @@ export class Dispatcher {
   private expiring = false;
   /** Requests sent and not answered yet. */
   private outstanding = 0;
+  /** Per slot (one, without Cluster): when a call to it was last answered (`performance.now()`). */
+  private readonly answeredAt: Float64Array;
   /** Slots being migrated (Cluster): until when their requests go one per call. Empty in the common case. */
   private readonly unstable = new Map<number, number>();
 
@@ -115,7 +88,9 @@ export class Dispatcher {
     private readonly runner: ScriptRunner,
     private readonly timeoutMs: number,
     private readonly coalesce: boolean,
-  ) {}
+  ) {
+    this.answeredAt = new Float64Array(runner.cluster ? 16384 : 1);
+  }
 
   /** Sends `request`: now without coalescing, else with the other requests of this tick (per slot). */
   send(request: Request): void {
@@ -271,6 +246,7 @@ export class Dispatcher {
             return;
           }
           if (call.settled || call.requests[i] !== request) return;
+          this.answeredAt[call.slot] = performance.now();
           done();
           if (typeof reply === 'string') request.answer(reply);
           else
@@ -308,6 +284,7 @@ export class Dispatcher {
       );
       return;
     }
+    this.answeredAt[call.slot] = performance.now();
     this.settle(call);
     for (let i = 0; i < requests.length; i++) requests[i].answer(answers[i]);
   }
@@ -368,39 +345,26 @@ export class Dispatcher {
         this.timer ??= setTimeout(this.sweep, call.deadline - due + 1);
         return;
       }
+      const error = new StoreUnavailableError(`Redis did not answer within ${this.timeoutMs} ms`);
       // A call over several keys of a slot that missed its deadline in a Cluster may be a client retrying
       // TRYAGAIN on its own (ioredis does, every `retryDelayOnTryAgain`): that slot's requests go one per call
-      // for a while.
-      if (this.runner.cluster && !call.split && call.requests.length > 1) {
-        this.unstable.set(call.slot, performance.now() + UNSTABLE_MS);
+      // for a while, and the node is not skipped for it (if it is down, the next calls say so). Nor for a call
+      // to a slot being migrated (a first ASK to a node may wait for the client's connection to it): that node
+      // answered TRYAGAIN within the last second.
+      if (this.runner.cluster) {
+        if (call.split || call.requests.length > 1) {
+          this.unstable.set(call.slot, performance.now() + UNSTABLE_MS);
+          error.skip = false;
+        } else if (this.unstable.size > 0 && this.isUnstable(call.slot)) {
+          error.skip = false;
+        }
       }
+      // Its slot answered a call sent after this one: the node is up, this call alone was late (a first ASK to a
+      // node, a burst's tail). Skipping the node would answer its every key by onUnavailable for nothing.
+      if (this.answeredAt[call.slot] > call.deadline - this.timeoutMs) error.skip = false;
       // Redis may still run it (a paused server answers its backlog): keep what must be given back then.
       if (call.requests.some((r) => r.late !== undefined)) call.lateRequests = call.requests;
-      this.failed(call, new StoreUnavailableError(`Redis did not answer within ${this.timeoutMs} ms`));
+      this.failed(call, error);
     }
   };
-}
-
-/** KEYS, then ARGV: the number of requests and each request's arguments, built in one array. */
-function encode(requests: readonly Request[]): { numKeys: number; args: string[] } {
-  const args: string[] = [];
-  for (const r of requests) r.keysTo(args);
-  const numKeys = args.length;
-  args.push(String(requests.length));
-  for (const r of requests) r.argsTo(args);
-  return { numKeys, args };
-}
-
-function unavailable(cause: unknown): StoreUnavailableError {
-  return new StoreUnavailableError(`Redis failed: ${(cause as Error)?.message ?? cause}`, { cause });
-}
-
-/**
- * A Cluster's "TRYAGAIN" (a call over several keys of a slot being migrated, some moved and some not), as the
- * client passes it on: node-redis as is; ioredis once its own retries are spent ("Too many Cluster redirections.
- * Last error: …", TRYAGAIN or the MOVED its retry on a random node got back).
- */
-function isTryAgain(cause: unknown): boolean {
-  const text = cause instanceof Error ? cause.message : '';
-  return text.startsWith('TRYAGAIN') || text.startsWith('Too many Cluster redirections');
 }

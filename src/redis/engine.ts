@@ -3,55 +3,22 @@ import { ChainLease, HeldLease, Lease } from '../limiters/lease.ts';
 import { checkPermits } from '../limiters/options.ts';
 import type { LimiterSpec } from '../limiters/rate-limiter.ts';
 import { telemetry } from '../telemetry.ts';
+import type { Binding, BoundMember, Decided } from './binding.ts';
 import type { ScriptRunner } from './client.ts';
-import { Decision } from './decision.ts';
-import { Dispatcher, type StoreUnavailableError } from './dispatcher.ts';
+import { Decision, type DecisionHost } from './decision.ts';
+import { Dispatcher } from './dispatcher.ts';
 import type { ResolvedOptions } from './options.ts';
 import { decodeNumber, encodeLone, encodeRequest, type MemberCall, type Op, specText } from './protocol.ts';
 import { RedisRefundableLease } from './refund.ts';
+import type { StoreUnavailableError } from './request.ts';
 import { keySlot } from './slot.ts';
 import { leaseOf } from './unavailable.ts';
-
-/** Whoever a member's counts and lease `source` belong to (a Redis limiter). */
-export interface Owner {
-  readonly name: string;
-  granted: number;
-  rejected: number;
-}
-
-/** One member of a decision, bound to its partition. */
-export interface BoundMember {
-  key: string;
-  spec: LimiterSpec;
-  /** The limiter's t = 0 on the store's clock ('' when a fresh state anchors at its first request). */
-  origin: string;
-  owner: Owner;
-  /** The partition key of a partitioned limiter's member (its leases' `key`), else undefined. */
-  partKey: string | undefined;
-}
-
-/** The partitions one request binds to (one member, or a chain's members). */
-export interface Binding {
-  members: BoundMember[];
-  /** The partition key of the first partitioned member (for a partitioned insurance limiter). */
-  partKey: string | undefined;
-  /** A chain answers with a `ChainLease`. */
-  chain: boolean;
-}
-
-/** A decision's reply turned into a lease, and the index of the member that said no (-1: granted). */
-export interface Decided {
-  lease: Lease;
-  blocked: number;
-  /** The lease came from `onUnavailable` (or the blocked cache), not from Redis. */
-  local: boolean;
-}
 
 /**
  * Decides bindings over Redis: encodes requests, applies the per-call deadline and `onUnavailable`, builds the
  * same leases the memory store builds, and keeps the optional "blocked until" cache.
  */
-export class Engine {
+export class Engine implements DecisionHost {
   readonly dispatcher: Dispatcher;
   /** Decisions answered by `onUnavailable`: Redis failed or was late, or was skipped after a failure. */
   unavailable = 0;
@@ -280,7 +247,8 @@ export class Engine {
 
   /** Decisions in the scope of `binding` skip Redis for `retryIntervalMs`, then try it again. */
   private failed(binding: Binding, error: StoreUnavailableError): void {
-    this.skipUntil.set(this.scopeOf(binding), performance.now() + this.options.retryIntervalMs);
+    if (error.skip)
+      this.skipUntil.set(this.scopeOf(binding), performance.now() + this.options.retryIntervalMs);
     this.options.onError?.(error);
   }
 

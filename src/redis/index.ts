@@ -1,6 +1,5 @@
 export { RedisChainLimiter, type RedisChainResource } from './chain.ts';
 export type { IoRedisLike, NodeRedisLike, RedisClientLike } from './client.ts';
-export { StoreUnavailableError } from './dispatcher.ts';
 export {
   isUnavailableAnswer,
   RedisLimiter,
@@ -9,4 +8,5 @@ export {
   type RedisPartitionedOptions,
 } from './limiters.ts';
 export type { RedisStoreOptions, UnavailablePolicy } from './options.ts';
+export { StoreUnavailableError } from './request.ts';
 export { RedisStore, redisStore } from './store.ts';

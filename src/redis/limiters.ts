@@ -2,9 +2,11 @@ import { describe } from '../duration.ts';
 import { keyFor } from '../limiters/keyed.ts';
 import type { Lease } from '../limiters/lease.ts';
 import type { AcquireOptions, LimiterSpec, Statistics } from '../limiters/rate-limiter.ts';
+import type { RemoteStore } from '../limiters/store.ts';
 import { rejectUnknown } from '../options/known.ts';
 import type { Waiting } from './acquire.ts';
-import type { Binding, BoundMember, Engine, Owner } from './engine.ts';
+import type { Binding, BoundMember, Owner } from './binding.ts';
+import type { Engine } from './engine.ts';
 
 export { isUnavailableAnswer } from './unavailable.ts';
 
@@ -50,6 +52,8 @@ export interface Context {
   engine: Engine;
   waiting: Waiting;
   prefix: string;
+  /** The store as its limiters name it (`limiter.store`). */
+  store: RemoteStore;
 }
 
 const SPEC_CACHE = 10_000;
@@ -91,6 +95,11 @@ export class RedisLimiter implements Owner {
   /** The most permits one request may ask for. */
   get limit(): number {
     return this.spec.algorithm.limit;
+  }
+
+  /** The store that decides it (a Redis store): limiters of one store can be chained. */
+  get store(): RemoteStore {
+    return this.context.store;
   }
 
   /** Decides now and never waits: one round trip. */
@@ -164,6 +173,11 @@ export class RedisPartitionedLimiter<R> implements Owner {
     this.spec = typeof limiter === 'function' ? undefined : limiter;
     this.keyOf = options.key;
     this.tagOf = options.hashTag;
+  }
+
+  /** The store that decides it (a Redis store): limiters of one store can be chained. */
+  get store(): RemoteStore {
+    return this.context.store;
   }
 
   /** Decides now for `resource`'s partition: one round trip. */

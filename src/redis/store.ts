@@ -2,6 +2,7 @@ import type { LimiterSpec } from '../limiters/rate-limiter.ts';
 import { Waiting } from './acquire.ts';
 import { RedisChainLimiter, type RedisChainResource } from './chain.ts';
 import { scriptRunner } from './client.ts';
+import { RedisStoreContract } from './contract.ts';
 import { Engine } from './engine.ts';
 import {
   type Context,
@@ -27,7 +28,9 @@ export class RedisStore {
     const engine = new Engine(scriptRunner(options.client), resolved);
     const waiting = new Waiting(engine);
     resolved.onRelease = (key) => waiting.wakeKey(key);
-    this.context = { engine, waiting, prefix: resolved.prefix };
+    const context = { engine, waiting, prefix: resolved.prefix } as Context;
+    context.store = new RedisStoreContract(context);
+    this.context = context;
   }
 
   /** One shared state for `spec` (a `fixedWindow(...)` etc.), under `name`. */

@@ -1,5 +1,5 @@
 import type { Lease } from '../limiters/lease.ts';
-import type { Decided } from './engine.ts';
+import type { Decided } from './binding.ts';
 
 // Leases answered by `onUnavailable` (Redis failed or was late) rather than by Redis: the HTTP layer counts
 // them as `store_unavailable`. A WeakSet, so the shared Lease class carries nothing for memory limiters.

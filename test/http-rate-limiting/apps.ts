@@ -149,7 +149,7 @@ const fastify: Start = async (spec) => {
     for (const route of spec.routes) {
       app.get(
         route.path,
-        { config: route.limit === undefined ? {} : { rateLimit: route.limit } },
+        { config: route.limit === undefined ? {} : { rateLimiting: route.limit } },
         (request) => work(request.url, request.rateLimit),
       );
     }

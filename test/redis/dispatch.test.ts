@@ -10,8 +10,9 @@ import { test } from 'node:test';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { ScriptRunner } from '../../src/redis/client.ts';
-import { Dispatcher, StoreUnavailableError } from '../../src/redis/dispatcher.ts';
+import { Dispatcher } from '../../src/redis/dispatcher.ts';
 import { encodeRequest, type MemberCall, type Op } from '../../src/redis/protocol.ts';
+import { StoreUnavailableError } from '../../src/redis/request.ts';
 import { keySlot } from '../../src/redis/slot.ts';
 
 interface Call {
@@ -264,4 +265,43 @@ test('a burst Redis cannot decide in time is shed newest first: calls go in the 
     Array.from({ length: 40 - 17 }, (_, i) => 17 + i),
     'the 23 newest are shed',
   );
+});
+
+test('in Cluster, a call refused with TRYAGAIN is split: each decision resent alone in its deadline, the slot sent singly for a while', async () => {
+  const runner = fakeRunner(true);
+  const dispatcher = new Dispatcher(runner, 1000, true);
+  const first = dispatcher.request(['{s}a'], ['t']);
+  const batch = ['{s}b', '{s}c', '{s}d'].map((k) => dispatcher.request([k], ['t']));
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(
+    runner.calls.map((c) => c.keys),
+    [['{s}a'], ['{s}b', '{s}c', '{s}d']],
+  );
+  runner.calls[0].answer('a');
+  runner.calls[1].fail(new Error('TRYAGAIN Multiple keys request during rehashing of slot'));
+  assert.deepEqual(
+    runner.calls.slice(2).map((c) => c.keys),
+    [['{s}b'], ['{s}c'], ['{s}d']],
+    'resent one per call',
+  );
+  runner.calls[2].answer('b');
+  // ioredis' form, once its own retries are spent: resent again (alone, it follows ASK).
+  runner.calls[3].fail(
+    new Error('Too many Cluster redirections. Last error: ReplyError: MOVED 1 127.0.0.1:1'),
+  );
+  runner.calls[4].answer('d');
+  await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(runner.calls[5].keys, ['{s}c'], 'retried after TRYAGAIN_MS');
+  runner.calls[5].answer('c');
+  assert.deepEqual([await first, ...(await Promise.all(batch))], ['a', 'b', 'c', 'd']);
+  // The slot is unstable now: a tick's decisions for it go one per call, though others are in flight.
+  const keep = dispatcher.request(['{other}x'], ['t']);
+  const more = ['{s}e', '{s}f'].map((k) => dispatcher.request([k], ['t']));
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(
+    runner.calls.slice(6).map((c) => c.keys),
+    [['{other}x'], ['{s}e'], ['{s}f']],
+  );
+  for (const c of runner.calls.slice(6)) c.answer(c.keys[0]);
+  assert.deepEqual([await keep, ...(await Promise.all(more))], ['{other}x', '{s}e', '{s}f']);
 });

@@ -5,8 +5,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fixedWindow } from '../../src/index.ts';
+import type { Binding } from '../../src/redis/binding.ts';
 import type { ScriptRunner } from '../../src/redis/client.ts';
-import { type Binding, Engine } from '../../src/redis/engine.ts';
+import { Engine } from '../../src/redis/engine.ts';
 import { type RedisStoreOptions, resolveOptions } from '../../src/redis/options.ts';
 import { keySlot } from '../../src/redis/slot.ts';
 import { isUnavailableAnswer } from '../../src/redis/unavailable.ts';
@@ -104,4 +105,55 @@ test('without a slot map the skip is the slot; without Cluster it is the one nod
   await first;
   assert.ok(isUnavailableAnswer(await one.decideLease(bindingOf(low[1]), 1, 'limit')));
   assert.equal(single.calls.length, 1);
+});
+
+test('a Cluster call over several keys that misses its deadline skips nothing: the slot goes one decision per call', async () => {
+  const runner = stubRunner(true, () => '127.0.0.1:1');
+  const engine = engineOn(runner, { timeoutMs: 30, retryIntervalMs: 60_000, onUnavailable: 'fail-closed' });
+  const { low } = keysBySide();
+  const tag = (k: string) => `${k}x`; // same slot as k, another key
+  const first = engine.decideLease(bindingOf(low[0]), 1, 'limit');
+  const batch = [
+    engine.decideLease(bindingOf(tag(low[0])), 1, 'limit'),
+    engine.decideLease(bindingOf(`${low[0]}y`), 1, 'limit'),
+  ];
+  runner.calls[0].answer('1,9,60000');
+  await first;
+  await new Promise((r) => setImmediate(r));
+  assert.equal(
+    runner.calls[1]?.keys.length,
+    2,
+    `one call over two keys: ${JSON.stringify(runner.calls.map((c) => c.keys))}`,
+  );
+  // It never answers (a client retrying TRYAGAIN past the deadline).
+  assert.ok((await Promise.all(batch)).every((l) => isUnavailableAnswer(l)));
+  const next = engine.decideLease(bindingOf(low[1]), 1, 'limit');
+  assert.equal(runner.calls.length, 3, 'the node is not skipped');
+  runner.calls[2].answer('1,9,60000');
+  assert.ok(!isUnavailableAnswer(await next));
+  // A lone call that misses its deadline does open the skip (a node down looks like this).
+  const lone = engine.decideLease(bindingOf(low[1]), 1, 'limit');
+  assert.equal(runner.calls.length, 4);
+  await lone;
+  assert.ok(isUnavailableAnswer(await engine.decideLease(bindingOf(low[0]), 1, 'limit')));
+  assert.equal(runner.calls.length, 4, 'skipped');
+});
+
+test('a call that misses its deadline while a later call to its node was answered skips nothing (the node is up)', async () => {
+  const runner = stubRunner(false);
+  const engine = engineOn(runner, {
+    timeoutMs: 30,
+    retryIntervalMs: 60_000,
+    onUnavailable: 'fail-closed',
+    coalesce: false,
+  });
+  const late = engine.decideLease(bindingOf('{a}'), 1, 'limit');
+  const later = engine.decideLease(bindingOf('{b}'), 1, 'limit');
+  runner.calls[1].answer('1,9,60000');
+  assert.ok(!isUnavailableAnswer(await later));
+  assert.ok(isUnavailableAnswer(await late), 'the late one: onUnavailable');
+  const next = engine.decideLease(bindingOf('{a}'), 1, 'limit');
+  assert.equal(runner.calls.length, 3, 'not skipped');
+  runner.calls[2].answer('1,9,60000');
+  assert.ok(!isUnavailableAnswer(await next));
 });

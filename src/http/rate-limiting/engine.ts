@@ -1,7 +1,6 @@
 import { describe } from '../../duration.ts';
 import { KeyedResource } from '../../limiters/keyed.ts';
 import { ChainLease, Lease, type ReleaseOutcome } from '../../limiters/lease.ts';
-import { isUnavailableAnswer } from '../../redis/limiters.ts';
 import { telemetry } from '../../telemetry.ts';
 import { Decision } from './decision.ts';
 import {
@@ -221,7 +220,7 @@ export class RateLimiting {
   #decided(route: RouteLimits, lease: Lease, resource: KeyedResource | undefined): Decision {
     let result: Result;
     // Only a route on a Redis store can be answered by its onUnavailable (granted or not).
-    if (route.remote !== undefined && isUnavailableAnswer(lease)) result = 'store_unavailable';
+    if (route.remote?.isFallback(lease)) result = 'store_unavailable';
     else if (lease.granted) result = 'acquired';
     else if (lease.reason === 'queue-full' || lease.reason === 'evicted') result = 'queue_full';
     else {

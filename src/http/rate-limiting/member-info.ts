@@ -1,7 +1,7 @@
 import type { Algorithm } from '../../algorithms/algorithm.ts';
 import { PartitionedLimiter } from '../../limiters/partitioned.ts';
 import { RateLimiter } from '../../limiters/rate-limiter.ts';
-import { RedisPartitionedLimiter } from '../../redis/limiters.ts';
+import type { StoredLimiter } from '../../limiters/store.ts';
 import { sfString } from '../ratelimit-headers.ts';
 import type { Member } from './options.ts';
 
@@ -46,12 +46,12 @@ export class MemberInfo {
     this.sfName = sfString(name);
     this.attributes = { policy: name };
     this.remainingPrefix = `${this.sfName};r=`;
-    if (member instanceof PartitionedLimiter || member instanceof RedisPartitionedLimiter) {
+    if (member instanceof PartitionedLimiter || (!(member instanceof RateLimiter) && member.keyOf)) {
       this.keyOf = member.keyOf;
       this.algorithm = member.spec?.algorithm;
     } else {
       this.keyOf = undefined;
-      this.algorithm = member instanceof RateLimiter ? member.algorithm : member.spec.algorithm;
+      this.algorithm = member instanceof RateLimiter ? member.algorithm : member.spec?.algorithm;
     }
     this.policyItem = this.algorithm === undefined ? undefined : policyItem(this.sfName, this.algorithm);
   }
@@ -59,9 +59,7 @@ export class MemberInfo {
   /** The algorithm deciding `key`'s partition (a key function that threw leaves `key` undefined). */
   algorithmFor(key: string | undefined): Algorithm {
     if (this.algorithm !== undefined) return this.algorithm;
-    return (this.member as PartitionedLimiter<unknown> | RedisPartitionedLimiter<unknown>).algorithmFor(
-      key ?? '',
-    );
+    return (this.member as PartitionedLimiter<unknown> | Required<StoredLimiter>).algorithmFor(key ?? '');
   }
 }
 

@@ -3,9 +3,8 @@ import { ChainLimiter } from '../../limiters/chain.ts';
 import type { Lease } from '../../limiters/lease.ts';
 import { PartitionedLimiter } from '../../limiters/partitioned.ts';
 import { RateLimiter } from '../../limiters/rate-limiter.ts';
+import { isStored, type StoredLimiter, type StoredLimiterChain } from '../../limiters/store.ts';
 import { rejectUnknown } from '../../options/known.ts';
-import { RedisChainLimiter } from '../../redis/chain.ts';
-import { RedisLimiter, RedisPartitionedLimiter } from '../../redis/limiters.ts';
 import {
   checkSecret,
   type HeaderStyle,
@@ -28,10 +27,8 @@ export type HttpLimiter<Req = any> =
   | PartitionedLimiter<Req>
   | ChainLimiter<Req>
   | ChainLimiter<void>
-  | RedisLimiter
-  | RedisPartitionedLimiter<Req>
-  | RedisChainLimiter<Req>
-  | RedisChainLimiter<void>;
+  | StoredLimiter
+  | StoredLimiterChain;
 
 /**
  * Which limiter of the chain said no: the global limiter, the route's policy, or `'store'` when the Redis store
@@ -211,7 +208,7 @@ export interface Policy {
 
 /** One limiter of a route's chain: in memory (decided synchronously) or on a Redis store (one round trip). */
 // biome-ignore lint/suspicious/noExplicitAny: see HttpLimiter
-export type Member = RateLimiter | PartitionedLimiter<any> | RedisLimiter | RedisPartitionedLimiter<any>;
+export type Member = RateLimiter | PartitionedLimiter<any> | StoredLimiter;
 
 /** Validated options. */
 export interface ResolvedOptions {
@@ -351,17 +348,13 @@ function isLimiter(value: unknown): value is HttpLimiter {
     value instanceof RateLimiter ||
     value instanceof PartitionedLimiter ||
     value instanceof ChainLimiter ||
-    value instanceof RedisLimiter ||
-    value instanceof RedisPartitionedLimiter ||
-    value instanceof RedisChainLimiter
+    isStored(value)
   );
 }
 
 // A chain is flattened into its members: the route rebuilds one chain of the global limiter and the policy.
 function flatten(limiter: HttpLimiter): Member[] {
-  return limiter instanceof ChainLimiter || limiter instanceof RedisChainLimiter
-    ? [...limiter.members]
-    : [limiter];
+  return limiter instanceof ChainLimiter || 'members' in limiter ? [...limiter.members] : [limiter];
 }
 
 function hook(where: string, value: unknown): OnRejected | undefined {

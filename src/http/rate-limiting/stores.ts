@@ -1,25 +1,25 @@
 import type { Lease } from '../../limiters/lease.ts';
-import { RedisChainLimiter } from '../../redis/chain.ts';
-import { type Context, RedisLimiter, RedisPartitionedLimiter } from '../../redis/limiters.ts';
+import { isStored, type LimiterStore, MEMORY, type StoredLimiter } from '../../limiters/store.ts';
 import type { Member } from './options.ts';
 
 /**
- * Routes whose limiters live on a Redis store. A route's global limiter and policy are one all-or-nothing chain
- * (behaviour.md §3); only one store can decide a chain atomically (memory under one synchronous call, Redis in
- * one script call), so every limiter of a route must be on the same store, checked when the route is built.
+ * Routes whose limiters live on a remote store (Redis…). A route's global limiter and policy are one
+ * all-or-nothing chain (behaviour.md §3); only one store can decide a chain atomically (memory under one
+ * synchronous call, a remote store in one round trip), so every limiter of a route must be on the same store,
+ * checked when the route is built. Only the limiters' store contract (`limiter.store`) is read here.
  */
 
-/** How a route on a Redis store decides: one round trip per decision, a chain included. */
+/** How a route on a remote store decides: one round trip per decision, a chain included. */
 export interface RemoteDecider {
   tryAcquire(resource: unknown): Promise<Lease>;
   acquire(resource: unknown, signal: AbortSignal | undefined): Promise<Lease>;
+  /** Whether the store's fallback (`onUnavailable`) answered `lease`, not the store. */
+  isFallback(lease: Lease): boolean;
 }
 
-type RedisMember = RedisLimiter | RedisPartitionedLimiter<unknown>;
-
-/** Whether `member` is a Redis store's limiter. */
-export function isRemote(member: Member): member is RedisMember {
-  return member instanceof RedisLimiter || member instanceof RedisPartitionedLimiter;
+/** Whether `member` is a remote store's limiter. */
+export function isRemote(member: Member): member is StoredLimiter {
+  return isStored(member);
 }
 
 /**
@@ -32,9 +32,9 @@ export function checkOneStore(where: string, members: readonly Member[], names: 
     const store = storeOf(members[i]);
     if (store === first) continue;
     const kinds =
-      first === undefined || store === undefined
+      first.sync || store.sync
         ? `${describeStore(first, names[0])} and ${describeStore(store, names[i])}`
-        : `${JSON.stringify(names[0])} and ${JSON.stringify(names[i])} are on two different Redis stores`;
+        : `${JSON.stringify(names[0])} and ${JSON.stringify(names[i])} are on two different ${first.kind === store.kind ? `${first.kind} stores` : 'stores'}`;
     throw new TypeError(
       `${where}: ${kinds}, but a route's limiters (the global limiter and its policy) are decided as one ` +
         'all-or-nothing chain, which cannot be atomic across stores. Put them on one store ' +
@@ -43,41 +43,21 @@ export function checkOneStore(where: string, members: readonly Member[], names: 
   }
 }
 
-/** The decider of a route whose members are all on one Redis store: the store's chain, built once. */
-export function remoteDecider(members: readonly RedisMember[]): RemoteDecider {
-  if (members.length === 1) {
-    const only = members[0];
-    if (only instanceof RedisLimiter) {
-      return {
-        tryAcquire: () => only.tryAcquire(1),
-        acquire: (_req, signal) => only.acquire(1, { signal }),
-      };
-    }
-    return {
-      tryAcquire: (req) => only.tryAcquire(req, 1),
-      acquire: (req, signal) => only.acquire(req, 1, { signal }),
-    };
-  }
-  // Same as `store.chain(...members)`: the members' shared context is their store.
-  if (members.some((m) => m instanceof RedisPartitionedLimiter)) {
-    const chain = new RedisChainLimiter<unknown>(members[0].context, members);
-    return {
-      tryAcquire: (req) => chain.tryAcquire(req, 1),
-      acquire: (req, signal) => chain.acquire(req, 1, { signal }),
-    };
-  }
-  // Without a partitioned member the chain takes no resource: its first argument is the permits.
-  const chain = new RedisChainLimiter<void>(members[0].context, members);
+/** The decider of a route whose members are all on one remote store: the store's chain, built once. */
+export function remoteDecider(members: readonly StoredLimiter[]): RemoteDecider {
+  const store = members[0].store;
+  const chain = store.chain(members);
   return {
-    tryAcquire: () => chain.tryAcquire(1),
-    acquire: (_req, signal) => chain.acquire(1, { signal }),
+    tryAcquire: (resource) => chain.tryAcquire(resource, 1),
+    acquire: (resource, signal) => chain.acquire(resource, 1, signal),
+    isFallback: (lease) => store.isFallback(lease),
   };
 }
 
-function storeOf(member: Member): Context | undefined {
-  return isRemote(member) ? member.context : undefined;
+function storeOf(member: Member): LimiterStore {
+  return isStored(member) ? member.store : MEMORY;
 }
 
-function describeStore(store: Context | undefined, name: string): string {
-  return `${JSON.stringify(name)} is ${store === undefined ? 'in memory' : 'on a Redis store'}`;
+function describeStore(store: LimiterStore, name: string): string {
+  return `${JSON.stringify(name)} is ${store.sync ? 'in memory' : `on a ${store.kind} store`}`;
 }

@@ -12,8 +12,9 @@
  *   shortest, a try of one permit on Redis's clock: `spec` alone for one member (every op is one letter),
  *   `B, members, spec…` for a chain.
  * - ops: `t` try (a rejection is charged when `countRejected`), `w` a queued attempt (never charged), `p` peek
- *   (available permits, read-only), `x` release a concurrency lease, `n` renew one, `r` refund a time-based grant
- *   (each member's `lease` is the grant's reset time from now, as the client reckons it).
+ *   (available permits, read-only), `x` release a concurrency lease, `n` renew one (these two touch only the
+ *   lease's own entry, in `decideBatch`), `r` refund a time-based grant (each member's `lease` is the grant's
+ *   reset time from now, as the client reckons it).
  * - reply: one string, requests separated by ';', a request's fields by ',' — granted `1,remaining₁,reset₁,…`;
  *   rejected `0,index,retryAfter,chainRetryAfter,remaining,resetAfter`; peek `available₁,…`; release and renew
  *   ''. Numbers read back exactly (`num`), '' for none. One string rather than nested arrays: the client
@@ -165,15 +166,6 @@ local function decide(op, permits, ms, now)
     -- A refund: the member's \`lease\` field carries the grant's reset time from now.
     for _, m in ipairs(ms) do
       if m.a.refund and m.a.refund(m.c, m.s, permits, tonumber(m.lease) or 0, now) then m.dirty = true end
-    end
-    return ''
-  end
-  if op == 'x' or op == 'n' then
-    for _, m in ipairs(ms) do
-      if not m.a.timeBased then
-        if op == 'x' then call('ZREM', m.key, m.lease)
-        elseif call('ZSCORE', m.key, m.lease) then holdLease(m.key, m.lease, now + m.c.leaseTtl, m.c.leaseTtl + m.c.pad) end
-      end
     end
     return ''
   end
@@ -392,6 +384,19 @@ local function decideBatch(KEYS, ARGV)
         local m = ms[j]
         if m.dirty then save(m, now) end
       end
+    elseif op == 'x' or op == 'n' then
+      -- A concurrency lease released or renewed: its own entry only, no member state read (a time-based member
+      -- of the chain has nothing to give back, and is left to its next decision).
+      for _ = 1, count do
+        local c, key, lease = spec(ARGV[argi]), KEYS[keyi], ARGV[argi + 3]
+        if c.cc then
+          if op == 'x' then call('ZREM', key, lease)
+          elseif call('ZSCORE', key, lease) then holdLease(key, lease, now + c.leaseTtl, c.leaseTtl + c.pad) end
+        end
+        argi = argi + 4
+        keyi = keyi + 1
+      end
+      out[r] = ''
     else
       local c = count == 1 and (op == 't' or op == 'w') and spec(ARGV[argi])
       if c and c.try then

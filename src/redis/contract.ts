@@ -1,0 +1,52 @@
+import type { Lease } from '../limiters/lease.ts';
+import type { RemoteStore, StoredChain, StoredLimiter } from '../limiters/store.ts';
+import { RedisChainLimiter } from './chain.ts';
+import { type Context, RedisLimiter, RedisPartitionedLimiter } from './limiters.ts';
+import { isUnavailableAnswer } from './unavailable.ts';
+
+/**
+ * A Redis store as its limiters name it (`limiter.store`): what the HTTP layer decides a route's chain with, in
+ * one round trip, without knowing it is Redis.
+ */
+export class RedisStoreContract implements RemoteStore {
+  readonly kind = 'Redis';
+  readonly sync = false;
+
+  constructor(private readonly context: Context) {}
+
+  chain(members: readonly StoredLimiter[]): StoredChain {
+    if (members.length === 1) {
+      const only = members[0];
+      if (only instanceof RedisLimiter) {
+        return {
+          tryAcquire: (_resource, permits) => only.tryAcquire(permits),
+          acquire: (_resource, permits, signal) => only.acquire(permits, { signal }),
+        };
+      }
+      if (only instanceof RedisPartitionedLimiter) {
+        return {
+          tryAcquire: (resource, permits) => only.tryAcquire(resource, permits),
+          acquire: (resource, permits, signal) => only.acquire(resource, permits, { signal }),
+        };
+      }
+    }
+    // The chain checks that every member is one of this store's limiters.
+    const chain = new RedisChainLimiter<unknown>(this.context, members as never);
+    if (members.some((m) => m instanceof RedisPartitionedLimiter)) {
+      return {
+        tryAcquire: (resource, permits) => chain.tryAcquire(resource, permits),
+        acquire: (resource, permits, signal) => chain.acquire(resource, permits, { signal }),
+      };
+    }
+    // Without a partitioned member the chain takes no resource: its first argument is the permits.
+    const plain = chain as unknown as RedisChainLimiter<void>;
+    return {
+      tryAcquire: (_resource, permits) => plain.tryAcquire(permits),
+      acquire: (_resource, permits, signal) => plain.acquire(permits, { signal }),
+    };
+  }
+
+  isFallback(lease: Lease): boolean {
+    return isUnavailableAnswer(lease);
+  }
+}
