@@ -164,7 +164,7 @@ export class Engine implements DecisionHost {
       .catch(() => {});
   }
 
-  /** @internal Redis answered `decision`: its lease, and the blocked cache. */
+  /** Redis answered `decision`: its lease, and the blocked cache (for the dispatcher, as its DecisionHost). */
   answered(d: Decision, reply: string): Decided {
     const decided = this.toLease(d.binding, reply.split(','), d.op, d.permits, d.reason, d.leaseId);
     if (d.cacheKey === '') return decided;
@@ -179,7 +179,7 @@ export class Engine implements DecisionHost {
   }
 
   /**
-   * @internal Redis answered `decision` after its deadline (`onUnavailable` answered it): a granted concurrency
+   * Redis answered `decision` after its deadline (`onUnavailable` answered it): a granted concurrency
    * permit nobody holds is released now, not left to `leaseTtlMs` (a time-based permit is spent).
    */
   answeredLate(d: Decision, reply: string): void {
@@ -188,13 +188,13 @@ export class Engine implements DecisionHost {
     for (const m of d.binding.members) if (!m.spec.algorithm.timeBased) this.options.onRelease(m.key);
   }
 
-  /** @internal Redis failed or was late for `decision`: skip it for a while; `onUnavailable` answers. */
+  /** Redis failed or was late for `decision`: skip it for a while; `onUnavailable` answers. */
   unanswered(d: Decision, error: StoreUnavailableError): Decided {
     this.failed(d.binding, error);
     return { lease: this.fallback(d.binding, d.permits), blocked: -1, local: true };
   }
 
-  /** @internal Appends a request's arguments (its keys are its members' keys, in order). */
+  /** Appends a request's arguments (its keys are its members' keys, in order). */
   encodeArgs(
     args: string[],
     binding: Binding,
