@@ -5,11 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { Cluster } from 'ioredis';
-import { createCluster } from 'redis';
 import { fixedWindow, tokenBucket } from '../../src/index.ts';
-import { type RedisClientLike, redisStore } from '../../src/redis/index.ts';
+import { redisStore } from '../../src/redis/index.ts';
 import { keySlot } from '../../src/redis/slot.ts';
+import { clusterClients } from '../support/cluster-clients.ts';
 import { RedisCluster } from '../support/redis-server.ts';
 import { uniqueName } from './twin.ts';
 
@@ -36,26 +35,7 @@ function keysPerRange(perRange: number): string[][] {
   return out;
 }
 
-const connectors: Record<string, () => Promise<{ client: RedisClientLike; close(): Promise<void> }>> = {
-  ioredis: async () => {
-    const client = new Cluster(cluster.nodes);
-    client.on('error', () => {});
-    return { client, close: async () => client.disconnect() };
-  },
-  'node-redis': async () => {
-    const client = createCluster({
-      rootNodes: cluster.nodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })),
-    });
-    client.on('error', () => {});
-    await client.connect();
-    return {
-      client: client as unknown as RedisClientLike,
-      close: async () => {
-        client.destroy();
-      },
-    };
-  },
-};
+const connectors = clusterClients(() => cluster.nodes);
 
 for (const [name, connect] of Object.entries(connectors)) {
   test(`${name} cluster: keys in every slot range, per-slot batches, chains by hash tag, SCRIPT and FUNCTION FLUSH`, async () => {

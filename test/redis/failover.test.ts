@@ -6,12 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { Cluster } from 'ioredis';
-import { createCluster } from 'redis';
 import { fixedWindow, type Lease } from '../../src/index.ts';
 import { scriptRunner } from '../../src/redis/client.ts';
-import { isUnavailableAnswer, type RedisClientLike, redisStore } from '../../src/redis/index.ts';
+import { isUnavailableAnswer, redisStore } from '../../src/redis/index.ts';
 import { keySlot } from '../../src/redis/slot.ts';
+import { type ClusterConnect, clusterClients } from '../support/cluster-clients.ts';
 import { type ClusterNode, RedisCluster } from '../support/redis-server.ts';
 import { uniqueName } from './twin.ts';
 
@@ -33,30 +32,7 @@ export function keysOn(masters: ClusterNode[], perMaster: number): string[][] {
   return out;
 }
 
-type Connect = () => Promise<{ client: RedisClientLike; close(): Promise<void> }>;
-
-function connectors(): Record<string, Connect> {
-  return {
-    ioredis: async () => {
-      const client = new Cluster(cluster.nodes);
-      client.on('error', () => {});
-      return { client, close: async () => client.disconnect() };
-    },
-    'node-redis': async () => {
-      const client = createCluster({
-        rootNodes: cluster.nodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })),
-      });
-      client.on('error', () => {});
-      await client.connect();
-      return {
-        client: client as unknown as RedisClientLike,
-        close: async () => {
-          client.destroy();
-        },
-      };
-    },
-  };
-}
+const connectors = (): Record<string, ClusterConnect> => clusterClients(() => cluster.nodes);
 
 async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
   const deadline = performance.now() + ms;

@@ -6,11 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { Cluster } from 'ioredis';
-import { createCluster } from 'redis';
 import { fixedWindow, type Lease } from '../../src/index.ts';
-import { isUnavailableAnswer, type RedisClientLike, redisStore } from '../../src/redis/index.ts';
+import { isUnavailableAnswer, redisStore } from '../../src/redis/index.ts';
 import { keySlot } from '../../src/redis/slot.ts';
+import { clusterClients } from '../support/cluster-clients.ts';
 import { RedisCluster } from '../support/redis-server.ts';
 import { uniqueName } from './twin.ts';
 
@@ -20,29 +19,9 @@ before(async () => {
 });
 after(() => cluster.stop());
 
-type Connect = () => Promise<{ client: RedisClientLike; close(): Promise<void> }>;
-const connectors: Record<string, Connect> = {
-  ioredis: async () => {
-    // ioredis retries a TRYAGAIN itself every retryDelayOnTryAgain (default 100 ms, 16 times): past any
-    // decision's deadline. At 0 it passes the error on at once, and the store splits the batch (docs/redis.md).
-    const client = new Cluster(cluster.nodes, { retryDelayOnTryAgain: 0 });
-    client.on('error', () => {});
-    return { client, close: async () => client.disconnect() };
-  },
-  'node-redis': async () => {
-    const client = createCluster({
-      rootNodes: cluster.nodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })),
-    });
-    client.on('error', () => {});
-    await client.connect();
-    return {
-      client: client as unknown as RedisClientLike,
-      close: async () => {
-        client.destroy();
-      },
-    };
-  },
-};
+// ioredis retries a TRYAGAIN itself every retryDelayOnTryAgain (default 100 ms, 16 times): past any decision's
+// deadline. At 0 it passes the error on at once, and the store splits the batch (docs/redis.md).
+const connectors = clusterClients(() => cluster.nodes, { retryDelayOnTryAgain: 0 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
