@@ -9,6 +9,7 @@ import Fastify from 'fastify';
 import * as express from '../../src/adapters/express/index.ts';
 import * as fastify from '../../src/adapters/fastify/index.ts';
 import * as hono from '../../src/adapters/hono/index.ts';
+import * as koa from '../../src/adapters/koa/index.ts';
 import * as node from '../../src/adapters/node/index.ts';
 import * as fetchApi from '../../src/fetch/index.ts';
 import * as http from '../../src/http/index.ts';
@@ -144,7 +145,7 @@ type AnyRateLimiting = {
   rateLimiting: (options?: never) => unknown;
   requestTimeouts: (options?: never) => unknown;
 };
-const adapters = { node, express, hono } as unknown as Record<string, AnyRateLimiting>;
+const adapters = { node, express, hono, koa } as unknown as Record<string, AnyRateLimiting>;
 for (const [adapter, api] of Object.entries(adapters)) {
   cases.push(
     [
@@ -216,7 +217,7 @@ describe('unknown option names', () => {
   test('every exported factory is walked above', () => {
     const covered = new Set(cases.map(([name]) => name.split(/[ :]/)[0].replace(/^store\..*/, 'redisStore')));
     covered.add('rateLimiting').add('requestTimeouts');
-    for (const module of [core, http, fetchApi, redis, node, express, fastify, hono]) {
+    for (const module of [core, http, fetchApi, redis, node, express, fastify, hono, koa]) {
       for (const [name, value] of Object.entries(module)) {
         if (typeof value !== 'function' || !/^[a-z]/.test(name) || NO_OPTIONS.has(name)) continue;
         assert.ok(covered.has(name), `${name} takes options: add a misspelt-option case for it`);
