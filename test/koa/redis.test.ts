@@ -1,7 +1,8 @@
 /**
  * floodgate/koa on a real redis-server (ioredis and node-redis): 429 with body and Retry-After per algorithm,
- * global + named policy where a rejection burns no global permit, per-user keys from ctx.state, skipFailedRequests refunding both chain members, and a Redis
- * concurrency permit held until the response is written.
+ * global + named policy where a rejection burns no global permit, per-user keys from ctx.state,
+ * skipFailedRequests refunding both chain members, and a Redis concurrency permit held until the response is
+ * written.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
