@@ -2,7 +2,7 @@ import { describe } from '../duration.ts';
 import { rejectUnknown } from '../options/known.ts';
 import { EntriesFromRight, forwardedAddress, xffAddress } from './forwarded.ts';
 import { AddressParser, bareAddress, type Parsed, parseTrustedProxies } from './ip-address.ts';
-import { headerOf, peerAddress, type RequestLike, Shape, shapeOf } from './request.ts';
+import { headerOf, type KoaContextLike, peerAddress, type RequestLike, Shape, shapeOf } from './request.ts';
 import { warnOnce } from './warnings.ts';
 
 /** A forwarded header that {@link clientIp} can read. */
@@ -72,8 +72,8 @@ const MAX_ENTRIES = 32;
  * trusted hop. A socket peer that is missing or unparseable is keyed {@link UNKNOWN_CLIENT}.
  *
  * Without `trustedProxies` or `trustedHops`, the framework's trust setting applies: on Express with
- * `app.set('trust proxy', …)` the address is `req.ip`, on Fastify `request.ip` (its `trustProxy`), grouped
- * the same way (IPv6 by `ipv6Subnet`). node:http and Hono have no such setting: the socket peer. Off Node, Hono's
+ * `app.set('trust proxy', …)` the address is `req.ip`, on Fastify `request.ip` (its `trustProxy`), on Koa
+ * `ctx.ip` under `app.proxy = true` (with a warning while `app.maxIpsCount` is 0), grouped the same way (IPv6 by `ipv6Subnet`). node:http and Hono have no such setting: the socket peer. Off Node, Hono's
  * client address comes from the runtime where it offers one (Bun's `requestIP`, Deno's `remoteAddr`).
  *
  * @example
@@ -196,7 +196,7 @@ type EntryAddress = (entry: string) => string | undefined;
 /**
  * The client address as the framework's trust setting makes it, or undefined where the framework has none or it
  * trusts nothing (then the socket peer is the same, and cheaper): Express's `req.ip` under `trust proxy`,
- * Fastify's `request.ip`.
+ * Fastify's `request.ip`, Koa's `ctx.ip` under `app.proxy`.
  */
 function frameworkAddress(req: RequestLike, shape: Shape, validate: boolean): string | undefined {
   if (shape === Shape.Fastify) {
@@ -204,6 +204,19 @@ function frameworkAddress(req: RequestLike, shape: Shape, validate: boolean): st
     if (!trust) return undefined;
     if (validate && trust === true && !trustAllWarned) warnTrustAll('Fastify trustProxy: true');
     const ip = (req as { ip?: unknown }).ip;
+    return typeof ip === 'string' ? ip : undefined;
+  }
+  if (shape === Shape.Koa) {
+    const app = (req as KoaContextLike).app;
+    if (app?.proxy !== true) return undefined;
+    // Koa's maxIpsCount 0 (its default) believes the leftmost entry, which any client writes.
+    if (validate && !trustAllWarned && !(Number(app.maxIpsCount) > 0)) {
+      warnTrustAll(
+        'Koa app.proxy = true with app.maxIpsCount 0',
+        'Set app.maxIpsCount to the number of proxies in front of the app',
+      );
+    }
+    const ip = (req as KoaContextLike).ip;
     return typeof ip === 'string' ? ip : undefined;
   }
   if (shape !== Shape.Node) return undefined;
@@ -271,13 +284,15 @@ function checkForwarded(req: RequestLike, shape: Shape): void {
   );
 }
 
-function warnTrustAll(setting: string): void {
+function warnTrustAll(
+  setting: string,
+  fix = "Trust only your proxies (a hop count, or addresses: 'loopback', '10.0.0.0/8')",
+): void {
   trustAllWarned = true;
   warnOnce(
     'FLOODGATE_TRUST_ALL_PROXIES',
     `floodgate: ${setting} trusts every proxy, so any client can choose its rate-limit key with X-Forwarded-For. ` +
-      "Trust only your proxies (a hop count, or addresses: 'loopback', '10.0.0.0/8'), or give " +
-      'clientIp({ trustedProxies }) its own list.',
+      `${fix}, or give clientIp({ trustedProxies }) its own list.`,
   );
 }
 

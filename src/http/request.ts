@@ -26,21 +26,31 @@ export interface HonoContextLike {
 }
 
 /**
+ * What a Koa `ctx` (or `ctx.request`) offers: the node request as `req`, the app with its `proxy` setting, and
+ * `ip`, Koa's reading of the forwarded header under `app.proxy`.
+ */
+export interface KoaContextLike {
+  readonly req: NodeRequestLike;
+  readonly app: { readonly proxy?: boolean; readonly maxIpsCount?: number };
+  readonly ip: string;
+}
+
+/**
  * Every request shape floodgate's helpers (`clientIp()`, `headerValue()`, `validatedKey()`) read: node's
- * `IncomingMessage`, Express's `Request`, Fastify's `FastifyRequest`, Hono's `Context`, a web `Request`, or an
+ * `IncomingMessage`, Express's `Request`, Fastify's `FastifyRequest`, Hono's `Context`, Koa's `ctx`, a web `Request`, or an
  * {@link HttpRequest}. One helper serves every adapter: each passes its own object.
  */
-export type RequestLike = NodeRequestLike | HonoContextLike | Request | HttpRequest;
+export type RequestLike = NodeRequestLike | HonoContextLike | KoaContextLike | Request | HttpRequest;
 
 /** Which of the shapes a request is: read once per call, cheaply (a few property loads). */
-export const Shape = { Node: 0, Fastify: 1, Hono: 2, Web: 3, View: 4, Unknown: 5 } as const;
+export const Shape = { Node: 0, Fastify: 1, Hono: 2, Web: 3, View: 4, Koa: 5, Unknown: 6 } as const;
 export type Shape = (typeof Shape)[keyof typeof Shape];
 
 type Loose = {
   headers?: unknown;
   socket?: unknown;
   raw?: NodeRequestLike;
-  req?: { raw?: Request };
+  req?: { raw?: Request; socket?: unknown };
   header?: unknown;
   env?: { incoming?: NodeRequestLike };
 };
@@ -55,7 +65,11 @@ export function shapeOf(req: unknown): Shape {
   const raw = r.raw as { socket?: unknown } | undefined;
   if (raw !== undefined && raw !== null && typeof raw === 'object' && raw.socket !== undefined)
     return Shape.Fastify;
-  if (r.socket !== undefined) return Shape.Node;
+  if (r.socket !== undefined) {
+    // Koa's ctx and ctx.request delegate `socket` to the node request they hold as `req`.
+    const inner = r.req;
+    return typeof inner === 'object' && inner !== null && inner.socket !== undefined ? Shape.Koa : Shape.Node;
+  }
   if (typeof r.req === 'object' && r.req !== null && r.req.raw !== undefined) return Shape.Hono;
   const headers = r.headers as { get?: unknown } | undefined;
   if (typeof headers === 'object' && headers !== null) {
@@ -72,6 +86,8 @@ export function nodeRequestOf(req: unknown, shape: Shape = shapeOf(req)): NodeRe
       return req as NodeRequestLike;
     case Shape.Fastify:
       return (req as Loose).raw;
+    case Shape.Koa:
+      return (req as KoaContextLike).req;
     case Shape.Hono: {
       const incoming = (req as Loose).env?.incoming;
       // Not `headers`: node builds that object on first read, and node-server itself reads the raw headers.
@@ -119,6 +135,7 @@ export function headerOf(
   switch (shape) {
     case Shape.Node:
     case Shape.Fastify:
+    case Shape.Koa:
       return nodeRequestOf(req, shape)!.headers[name];
     case Shape.Hono:
       return (req as HonoContextLike).req.raw.headers.get(name) ?? undefined;

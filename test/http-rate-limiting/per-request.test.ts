@@ -215,5 +215,28 @@ describe('options', () => {
       () => new RateLimiting({ policies: { p: { limiter, skipFailedRequests: 1 as never } } }),
       /policies\.p: skipFailedRequests must be a boolean/,
     );
+    // Every one of them, globally and per policy, names the value too.
+    assert.throws(() => new RateLimiting({ skipFailedRequests: 1 as never }), {
+      name: 'TypeError',
+      message: 'rateLimiting: skipFailedRequests must be a boolean; got 1',
+    });
+    assert.throws(
+      () => new RateLimiting({ policies: { p: { limiter, skipSuccessfulRequests: null as never } } }),
+      {
+        name: 'TypeError',
+        message: 'rateLimiting: policies.p: skipSuccessfulRequests must be a boolean; got null',
+      },
+    );
+    assert.throws(
+      () => new RateLimiting({ policies: { p: { limiter, requestWasSuccessful: 'x' as never } } }),
+      {
+        name: 'TypeError',
+        message: 'rateLimiting: policies.p: requestWasSuccessful must be a function; got "x"',
+      },
+    );
+    assert.throws(() => new RateLimiting({ skip: 'yes' as never }), {
+      name: 'TypeError',
+      message: /got "yes"/,
+    });
   });
 });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { createRequire } from 'node:module';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import express from 'express';
 import Fastify from 'fastify';
@@ -41,9 +42,11 @@ async function keysSeen(start: () => Promise<{ url: string; close(): Promise<voi
   }
 }
 
-function expressApp(trust: unknown, key = clientIp()) {
+const express4 = createRequire(import.meta.url)('express4') as typeof express;
+
+function expressApp(trust: unknown, key = clientIp(), factory: typeof express = express) {
   return async () => {
-    const app = express();
+    const app = factory();
     app.set('trust proxy', trust);
     const global = partitioned({ key, limiter: fixedWindow({ permitLimit: 1, window: '1m' }) });
     app.use(expressRateLimiting({ global }));
@@ -68,6 +71,10 @@ function fastifyApp(trustProxy: unknown, key = clientIp()) {
 describe('clientIp() follows the framework', () => {
   for (const [name, app] of [
     ['Express trust proxy', expressApp],
+    [
+      'Express 4 trust proxy',
+      (trust: unknown, key?: ReturnType<typeof clientIp>) => expressApp(trust, key, express4),
+    ],
     ['Fastify trustProxy', fastifyApp],
   ] as const) {
     test(`${name} 'loopback': clients behind the proxy get their own keys`, async () => {

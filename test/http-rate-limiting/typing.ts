@@ -65,3 +65,24 @@ export const infoTypes = {
   fastify: (request: import('fastify').FastifyRequest): number | undefined => request.rateLimit?.limit,
   hono: (c: import('hono').Context): readonly { name: string }[] => c.get('rateLimit').policies,
 };
+
+// The form users write: Fastify's register() infers the options from the plugin, so the key function sees the
+// app's FastifyRequest (with its augmentation) without an annotation.
+export async function fastifyRegister(app: import('fastify').FastifyInstance) {
+  await app.register(fastifyRateLimiting, {
+    global: partitioned({ key: (request) => request.user?.id ?? ip(request), limiter: perMinute }),
+    policies: {
+      login: {
+        limiter: partitioned({ key: (request) => request.ip, limiter: perMinute }),
+        skipSuccessfulRequests: true,
+      },
+    },
+    skip: (request) => request.url === '/health',
+    onRejected: (ctx) => ctx.response.code(429),
+  });
+}
+export async function fastifyRegisterChecked(app: import('fastify').FastifyInstance) {
+  // @ts-expect-error a skip that is not a function is refused by the plugin's options type
+  await app.register(fastifyRateLimiting, { skip: 1 });
+  await app.register(fastifyRateLimiting);
+}

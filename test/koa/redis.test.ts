@@ -1,7 +1,8 @@
 /**
  * floodgate/koa on a real redis-server (ioredis and node-redis): 429 with body and Retry-After per algorithm,
- * global + named policy where a rejection burns no global permit, per-user keys from ctx.state, and a Redis
- * concurrency permit held until the response is written.
+ * global + named policy where a rejection burns no global permit, per-user keys from ctx.state,
+ * skipFailedRequests refunding both chain members, and a Redis concurrency permit held until the response is
+ * written.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -97,6 +98,57 @@ for (const kind of ['ioredis', 'node-redis'] as const) {
           for (let i = 0; i < 4; i++) statuses.push((await get(url, { 'x-user': 'alice' })).status);
           assert.deepEqual(statuses, [200, 200, 200, 429]);
           assert.equal((await get(url, { 'x-user': 'bob' })).status, 200, 'bob has his own budget');
+        },
+      );
+    });
+
+    test('skipFailedRequests on Redis: a failed request gives back the permits of both chain members', async () => {
+      const s = await store('refunds');
+      const global = s.partitioned({
+        name: 'global',
+        key: byUser,
+        limiter: fixedWindow({ permitLimit: 5, window: '1m' }),
+      });
+      const login = s.partitioned({
+        name: 'login',
+        key: byUser,
+        limiter: fixedWindow({ permitLimit: 2, window: '1m' }),
+      });
+      const limiter = rateLimiting({
+        global,
+        policies: { login: { limiter: login, skipFailedRequests: true } },
+      });
+      const asAlice = { get: (name: string) => (name === 'x-user' ? 'alice' : '') } as unknown as Context;
+      // A refund is sent when the response has finished: wait for the store to see it, by its own numbers.
+      const settled = async (available: [number, number]) => {
+        for (let i = 0; i < 200; i++) {
+          const now = [
+            (await global.statistics(asAlice)).available,
+            (await login.statistics(asAlice)).available,
+          ];
+          if (now[0] === available[0] && now[1] === available[1]) return;
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        assert.fail(`the store never came back to ${available}`);
+      };
+      await using(
+        start((app, router) => {
+          app.use(limiter);
+          router.get('/login', limiter.requirePolicy('login'), (ctx) => {
+            if (ctx.query.fail) ctx.throw(401, 'wrong password');
+            ctx.body = 'ok';
+          });
+        }),
+        async ({ url }) => {
+          const alice = { 'x-user': 'alice' };
+          for (let i = 0; i < 3; i++) {
+            assert.equal((await get(`${url}/login?fail=1`, alice)).status, 401);
+            await settled([5, 2]);
+          }
+          assert.equal((await get(`${url}/login`, alice)).status, 200);
+          assert.equal((await get(`${url}/login`, alice)).status, 200);
+          assert.equal((await get(`${url}/login`, alice)).status, 429);
+          await settled([3, 0]);
         },
       );
     });

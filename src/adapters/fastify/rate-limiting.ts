@@ -1,4 +1,12 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  FastifyRegisterOptions,
+  FastifyReply,
+  FastifyRequest,
+  FastifyTypeProvider,
+  RawServerBase,
+} from 'fastify';
 import { RateLimiting } from '../../http/rate-limiting/engine.ts';
 import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
 import { decideOnNode, type NodeAnswers } from '../../http/rate-limiting/node-http.ts';
@@ -28,6 +36,20 @@ declare module 'fastify' {
      * still reads it when that plugin is not registered, untyped.)
      */
     rateLimiting?: RouteLimit<FastifyRequest, FastifyReply>;
+  }
+  interface FastifyRegister<
+    T,
+    RawServer extends RawServerBase,
+    TypeProviderDefault extends FastifyTypeProvider,
+    LoggerDefault extends FastifyBaseLogger,
+  > {
+    /**
+     * floodgate's plugin with its options typed up front. Fastify's own overloads infer the options type from the
+     * plugin and the options object together, and TypeScript then types a key function inside a generic call
+     * (`partitioned({ key: (request) => … })`) before the plugin's side is known: `request` would be `unknown`.
+     */
+    // biome-ignore lint/style/useShorthandFunctionType: an overload merged into Fastify's interface
+    (plugin: typeof rateLimiting, opts?: FastifyRegisterOptions<FastifyRateLimitingOptions>): T;
   }
 }
 
