@@ -60,9 +60,13 @@ class SlotState {
 export class AdaptiveCore extends LimiterCore {
   declare readonly algorithm: AdaptiveConcurrency;
   private readonly slots: (SlotState | undefined)[] = [];
-  /** Whether limit changes go to the `floodgate.concurrency.limit` gauge (a plain limiter, not partitions). */
+  /**
+   * Whether limits go to the `floodgate.concurrency.limit` gauge: a plain limiter's limit (no attributes), or
+   * the sum of a partitioned limiter's live partitions (`{ partitioned: true }`: never the key, which would make
+   * one series per client).
+   */
   gauge = false;
-  readonly gaugeAttributes: Attributes = {};
+  gaugeAttributes: Attributes = {};
 
   constructor(
     algorithm: AdaptiveConcurrency,
@@ -79,6 +83,12 @@ export class AdaptiveCore extends LimiterCore {
     this.table.states[slot * 2 + 1] = Math.floor(state.limit.limit);
     if (this.gauge) telemetry().concurrencyLimit.add(Math.floor(state.limit.limit), this.gaugeAttributes);
     return slot;
+  }
+
+  override free(slot: number): void {
+    if (this.gauge) telemetry().concurrencyLimit.add(-this.limitOf(slot), this.gaugeAttributes);
+    this.slots[slot] = undefined;
+    super.free(slot);
   }
 
   /** The limit `slot` admits up to now. */

@@ -75,6 +75,11 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     return slot;
   }
 
+  /** Gives `slot` back (a partition dropped because it was idle). */
+  free(slot: number): void {
+    this.table.release(slot);
+  }
+
   /** Whether the partition in `slot` can be dropped without changing any decision: full and nobody queued. */
   isIdle(slot: number, now: number): boolean {
     if (this.queues.has(slot)) return false;

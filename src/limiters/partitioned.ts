@@ -271,7 +271,7 @@ export class PartitionedLimiter<R> {
         if (core.isIdle(slot, now)) {
           this.map.delete(key);
           keys[slot] = undefined;
-          core.table.release(slot);
+          core.free(slot);
           this.evictions++;
         } else if (waits.length < 4096) {
           const wait = core.resetAfter(slot, now);
