@@ -171,11 +171,13 @@ export class RouteLimits {
     } else {
       if (keyed) {
         const chain = new ChainLimiter<unknown>(members as MemoryMember[]);
-        this.tryAcquire = (req, rank) => chain.tryAcquire(req, 1, rank);
+        this.tryAcquire = (req, rank) =>
+          rank === undefined ? chain.tryAcquire(req, 1) : chain.tryAcquire(req, 1, rank);
         this.acquire = (req, signal, rank) => chain.acquire(req, 1, { signal, priority: rank });
       } else {
         const chain = new ChainLimiter<void>(members as MemoryMember[]);
-        this.tryAcquire = (_req, rank) => chain.tryAcquire(1, rank);
+        this.tryAcquire = (_req, rank) =>
+          rank === undefined ? chain.tryAcquire(1) : chain.tryAcquire(1, rank);
         this.acquire = (_req, signal, rank) => chain.acquire(1, { signal, priority: rank });
       }
     }
