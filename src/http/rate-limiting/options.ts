@@ -72,8 +72,8 @@ export type MaybePromise<T> = T | PromiseLike<T>;
 
 /**
  * When a request is not limited, and when a granted request gives its permits back after its response
- * (express-rate-limit's names, so migrating is a rename). On `rateLimiting()` for every route; on a policy for
- * its routes (a policy's settings replace the global ones).
+ * (express-rate-limit's names, so migrating is a rename), and the request's class for adaptive limiters. On
+ * `rateLimiting()` for every route; on a policy for its routes (a policy's settings replace the global ones).
  */
 export interface RequestRules<Req = unknown, Res = unknown> {
   /**
@@ -96,9 +96,8 @@ export interface RequestRules<Req = unknown, Res = unknown> {
    * `classes.reserve` keeps a share of its limit for the classes above. Synchronous on purpose: it runs on every
    * request, before the decision, and must not make a memory route wait. Called once per request, after `skip`.
    * On a policy it replaces the global one for the policy's routes; the class goes to every adaptive limiter of
-   * the route (the global limiter's too). Limiters without classes and
-   * limiters on a Redis store ignore it. Returning anything else throws, like a key function that throws.
-   * Default: every request is `'default'`.
+   * the route (the global limiter's too). Limiters without classes and limiters on a Redis store ignore it.
+   * Returning anything else throws, like a key function that throws. Default: every request is `'default'`.
    */
   priority?: (req: Req, res: Res) => Priority;
 }
