@@ -1,4 +1,5 @@
 import { AdaptiveConcurrency } from '../algorithms/adaptive-concurrency.ts';
+import { telemetry } from '../telemetry.ts';
 import { AdaptiveCore } from './adaptive-core.ts';
 import {
   type AdaptiveConcurrencyOptions,
@@ -26,6 +27,8 @@ export interface AdaptiveStatistics extends Statistics {
 }
 
 let instances = 0;
+// The gauge's attributes for partitions: one series for all of them, whatever the keys.
+const PARTITIONED = { partitioned: true };
 
 /**
  * A concurrency limiter that finds its own limit from the round-trip time of its leases (grant to release) and
@@ -97,7 +100,15 @@ export class AdaptiveConcurrencyLimiter extends RateLimiter {
 
   /** @internal Each partition of a partitioned limiter learns its own limit. */
   createCore(): LimiterCore {
-    return new AdaptiveCore(this.algorithm, this.#resolved.core, this.#resolved.settings);
+    // A limiter given to `partitioned` is a template: its own limit, never used, leaves the plain series.
+    if (this.core.gauge && this.core.granted === 0 && this.core.rejected === 0) {
+      this.core.gauge = false;
+      telemetry().concurrencyLimit.add(-this.core.limitOf(0), this.core.gaugeAttributes);
+    }
+    const core = new AdaptiveCore(this.algorithm, this.#resolved.core, this.#resolved.settings);
+    core.gauge = true;
+    core.gaugeAttributes = PARTITIONED;
+    return core;
   }
 }
 

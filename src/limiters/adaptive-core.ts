@@ -24,10 +24,8 @@ export interface AdaptiveSettings {
   readonly onLimitChange: ((limit: number, previous: number) => void) | undefined;
 }
 
-/** A waiter with its class (a chain's waiters have none: they are `'default'`). */
-interface ClassWaiter extends CoreWaiter {
-  rank?: number;
-}
+/** A waiter with its class (`rank`; undefined, as a chain without priority leaves it: `'default'`). */
+type ClassWaiter = CoreWaiter;
 
 /** One partition's learning and its queues, one per class present, highest class first. */
 class SlotState {
@@ -60,9 +58,13 @@ class SlotState {
 export class AdaptiveCore extends LimiterCore {
   declare readonly algorithm: AdaptiveConcurrency;
   private readonly slots: (SlotState | undefined)[] = [];
-  /** Whether limit changes go to the `floodgate.concurrency.limit` gauge (a plain limiter, not partitions). */
+  /**
+   * Whether limits go to the `floodgate.concurrency.limit` gauge: a plain limiter's limit (no attributes), or
+   * the sum of a partitioned limiter's live partitions (`{ partitioned: true }`: never the key, which would make
+   * one series per client).
+   */
   gauge = false;
-  readonly gaugeAttributes: Attributes = {};
+  gaugeAttributes: Attributes = {};
 
   constructor(
     algorithm: AdaptiveConcurrency,
@@ -79,6 +81,12 @@ export class AdaptiveCore extends LimiterCore {
     this.table.states[slot * 2 + 1] = Math.floor(state.limit.limit);
     if (this.gauge) telemetry().concurrencyLimit.add(Math.floor(state.limit.limit), this.gaugeAttributes);
     return slot;
+  }
+
+  override free(slot: number): void {
+    if (this.gauge) telemetry().concurrencyLimit.add(-this.limitOf(slot), this.gaugeAttributes);
+    this.slots[slot] = undefined;
+    super.free(slot);
   }
 
   /** The limit `slot` admits up to now. */
@@ -102,8 +110,8 @@ export class AdaptiveCore extends LimiterCore {
     };
   }
 
-  override canGrant(slot: number, permits: number, now: number): boolean {
-    return this.canGrantClass(slot, permits, DEFAULT_RANK, now);
+  override canGrant(slot: number, permits: number, now: number, rank = DEFAULT_RANK): boolean {
+    return this.canGrantClass(slot, permits, rank, now);
   }
 
   /**
@@ -147,8 +155,14 @@ export class AdaptiveCore extends LimiterCore {
     return new HeldLease(limit, Math.max(0, limit - held), permits, this, slot, now, this.source);
   }
 
-  override reject(slot: number, permits: number, now: number, reason: RejectionReason): Lease {
-    return this.rejectClass(slot, permits, DEFAULT_RANK, now, reason);
+  override reject(
+    slot: number,
+    permits: number,
+    now: number,
+    reason: RejectionReason,
+    rank = DEFAULT_RANK,
+  ): Lease {
+    return this.rejectClass(slot, permits, rank, now, reason);
   }
 
   /** A rejected lease, counted as shed for class `rank`. */
@@ -157,8 +171,14 @@ export class AdaptiveCore extends LimiterCore {
     return super.reject(slot, permits, now, reason);
   }
 
-  override tryAcquire(slot: number, permits: number, now: number): Lease {
-    return this.tryAcquireClass(slot, permits, DEFAULT_RANK, now);
+  override tryAcquire(
+    slot: number,
+    permits: number,
+    now: number,
+    _refundable = true,
+    rank = DEFAULT_RANK,
+  ): Lease {
+    return this.tryAcquireClass(slot, permits, rank, now);
   }
 
   /** Decides now for class `rank`, never waits. */
@@ -173,8 +193,9 @@ export class AdaptiveCore extends LimiterCore {
     permits: number,
     signal: AbortSignal | undefined,
     key?: string,
+    rank = DEFAULT_RANK,
   ): Promise<Lease> {
-    return this.acquireClass(slot, permits, DEFAULT_RANK, signal, key);
+    return this.acquireClass(slot, permits, rank, signal, key);
   }
 
   /** Grants now for class `rank` if it can, else waits in the class's queue if there is room, else rejects. */

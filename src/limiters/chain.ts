@@ -1,8 +1,10 @@
 import { describe } from '../duration.ts';
+import type { AdaptiveAcquireOptions } from './adaptive-concurrency.ts';
 import { type CoreWaiter, type LimiterCore, newWaiter, settle } from './core.ts';
 import { ChainLease, type Lease } from './lease.ts';
 import { checkPermits } from './options.ts';
 import { PartitionedLimiter } from './partitioned.ts';
+import { type Priority, rankOf } from './priority.ts';
 import { type AcquireOptions, RateLimiter, type Statistics } from './rate-limiter.ts';
 import type { WaitQueue } from './wait-queue.ts';
 
@@ -23,10 +25,14 @@ export type ChainResource<M extends readonly unknown[]> = {
 
 /** A chain's `tryAcquire`/`statistics` arguments: the resource first when a member is partitioned. */
 export type ChainArgs<R> = [R] extends [void] ? [permits?: number] : [resource: R, permits?: number];
+/** A chain's `tryAcquire` arguments: {@link ChainArgs} and the request's class (for adaptive members). */
+export type ChainTryArgs<R> = [R] extends [void]
+  ? [permits?: number, priority?: Priority]
+  : [resource: R, permits?: number, priority?: Priority];
 /** A chain's `acquire` arguments. */
-export type ChainAcquireArgs<R> = [R] extends [void]
-  ? [permits?: number, options?: AcquireOptions]
-  : [resource: R, permits?: number, options?: AcquireOptions];
+export type ChainAcquireArgs<R, O = AcquireOptions> = [R] extends [void]
+  ? [permits?: number, options?: O]
+  : [resource: R, permits?: number, options?: O];
 
 /** The partitions one request binds to: a core and a slot per member. */
 interface Binding {
@@ -59,34 +65,47 @@ export class ChainLimiter<R = void> {
     this.needsResource = members.some((m) => m instanceof PartitionedLimiter);
   }
 
-  /** Decides now for every member, all or nothing, and never waits. */
-  tryAcquire(...args: ChainArgs<R>): Lease {
+  /**
+   * Decides now for every member, all or nothing, and never waits. The last argument, `priority`, is the
+   * request's class for its `adaptiveConcurrency()` members (the others ignore it).
+   */
+  tryAcquire(...args: ChainTryArgs<R>): Lease {
     const [resource, permits] = this.split(args);
+    // Read only when given: an argument past the end is a slow read in V8, and most callers give none.
+    const at = this.needsResource ? 2 : 1;
+    const priority = args.length > at ? (args[at] as Priority | undefined) : undefined;
+    const rank = priority === undefined ? undefined : rankOf('priority', priority);
     const binding = this.bind(resource, permits);
     if ('granted' in binding) return binding;
     const { cores, slots } = binding;
     for (let i = 0; i < cores.length; i++) {
-      if (!cores[i].canGrant(slots[i], permits, cores[i].options.clock.now())) {
-        return this.rejection(binding, i, permits, 'limit');
+      if (!cores[i].canGrant(slots[i], permits, cores[i].options.clock.now(), rank)) {
+        return this.rejection(binding, i, permits, 'limit', rank);
       }
     }
     return this.commit(binding, permits);
   }
 
-  /** Grants now if every member can; otherwise waits in the queue of a member that cannot, or rejects at once. */
-  acquire(...args: ChainAcquireArgs<R>): Promise<Lease> {
+  /**
+   * Grants now if every member can; otherwise waits in the queue of a member that cannot, or rejects at once.
+   * `options.priority` as for {@link tryAcquire}.
+   */
+  acquire(...args: ChainAcquireArgs<R, AdaptiveAcquireOptions>): Promise<Lease> {
     const [resource, permits, options] = this.splitAcquire(args);
     const signal = options?.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
     let binding: Binding | Lease;
+    let rank: number | undefined;
     try {
+      const priority = options?.priority;
+      rank = priority === undefined ? undefined : rankOf('priority', priority);
       binding = this.bind(resource, permits);
     } catch (error) {
       return Promise.reject(error);
     }
     if ('granted' in binding) return Promise.resolve(binding);
     const bound = binding;
-    const blocked = this.firstBlocked(bound, permits, -1);
+    const blocked = this.firstBlocked(bound, permits, -1, rank);
     if (blocked < 0) return Promise.resolve(this.commit(bound, permits));
     return new Promise<Lease>((resolve, reject) => {
       const core = bound.cores[blocked];
@@ -94,8 +113,9 @@ export class ChainLimiter<R = void> {
       const waiter = newWaiter(permits, now, resolve, reject, signal, (from, _slot, at) =>
         this.admit(bound, waiter, from, at),
       );
+      waiter.rank = rank;
       if (!core.enqueue(bound.slots[blocked], waiter, now)) {
-        resolve(this.rejection(bound, blocked, permits, core.fullReason()));
+        resolve(this.rejection(bound, blocked, permits, core.fullReason(), rank));
       }
     });
   }
@@ -118,24 +138,24 @@ export class ChainLimiter<R = void> {
   private admit(binding: Binding, waiter: CoreWaiter, from: LimiterCore, now: number): void {
     const queue = waiter.queue!;
     const index = binding.cores.indexOf(from);
-    const blocked = this.firstBlocked(binding, waiter.permits, index);
+    const blocked = this.firstBlocked(binding, waiter.permits, index, waiter.rank);
     from.unqueue(queue as WaitQueue<CoreWaiter>, waiter);
     if (blocked >= 0) {
       // Wait on the member that is short now; it still holds nothing, so nothing is charged twice.
       const core = binding.cores[blocked];
       if (core.enqueue(binding.slots[blocked], waiter, now)) return;
       settle(waiter);
-      waiter.resolve(this.rejection(binding, blocked, waiter.permits, core.fullReason()));
+      waiter.resolve(this.rejection(binding, blocked, waiter.permits, core.fullReason(), waiter.rank));
       return;
     }
     settle(waiter);
     waiter.resolve(this.commit(binding, waiter.permits));
   }
 
-  private firstBlocked(binding: Binding, permits: number, skip: number): number {
+  private firstBlocked(binding: Binding, permits: number, skip: number, rank: number | undefined): number {
     const { cores, slots } = binding;
     for (let i = 0; i < cores.length; i++) {
-      if (i !== skip && !cores[i].canGrant(slots[i], permits, cores[i].options.clock.now())) return i;
+      if (i !== skip && !cores[i].canGrant(slots[i], permits, cores[i].options.clock.now(), rank)) return i;
     }
     return -1;
   }
@@ -152,9 +172,15 @@ export class ChainLimiter<R = void> {
     return new ChainLease(leases[decisive], undefined, leases, undefined);
   }
 
-  private rejection(binding: Binding, index: number, permits: number, reason: string): Lease {
+  private rejection(
+    binding: Binding,
+    index: number,
+    permits: number,
+    reason: string,
+    rank: number | undefined,
+  ): Lease {
     const { cores, slots } = binding;
-    const lease = cores[index].reject(slots[index], permits, cores[index].options.clock.now(), reason);
+    const lease = cores[index].reject(slots[index], permits, cores[index].options.clock.now(), reason, rank);
     lease.key = binding.keys[index];
     // The chain can grant only when every member can: the longest known wait is the honest one.
     let retry = lease.retryAfterMs;
@@ -162,7 +188,7 @@ export class ChainLimiter<R = void> {
       if (i === index) continue;
       const core = cores[i];
       const now = core.options.clock.now();
-      if (core.canGrant(slots[i], permits, now)) continue;
+      if (core.canGrant(slots[i], permits, now, rank)) continue;
       const wait = core.algorithm.retryAfter(
         core.table.states,
         slots[i] * core.algorithm.width,
@@ -200,11 +226,11 @@ export class ChainLimiter<R = void> {
     return [undefined, (args[0] as number | undefined) ?? 1];
   }
 
-  private splitAcquire(args: unknown[]): [unknown, number, AcquireOptions | undefined] {
+  private splitAcquire(args: unknown[]): [unknown, number, AdaptiveAcquireOptions | undefined] {
     if (this.needsResource) {
-      return [args[0], (args[1] as number | undefined) ?? 1, args[2] as AcquireOptions | undefined];
+      return [args[0], (args[1] as number | undefined) ?? 1, args[2] as AdaptiveAcquireOptions | undefined];
     }
-    return [undefined, (args[0] as number | undefined) ?? 1, args[1] as AcquireOptions | undefined];
+    return [undefined, (args[0] as number | undefined) ?? 1, args[1] as AdaptiveAcquireOptions | undefined];
   }
 }
 

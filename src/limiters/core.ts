@@ -36,6 +36,8 @@ export interface CoreWaiter extends Waiter {
   admit: ((core: LimiterCore, slot: number, now: number) => void) | undefined;
   /** The partition key its lease will carry. */
   key: string | undefined;
+  /** Its class, for a core with classes (an adaptive one); undefined: `'default'`. */
+  rank: number | undefined;
 }
 
 /**
@@ -75,6 +77,11 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     return slot;
   }
 
+  /** Gives `slot` back (a partition dropped because it was idle). */
+  free(slot: number): void {
+    this.table.release(slot);
+  }
+
   /** Whether the partition in `slot` can be dropped without changing any decision: full and nobody queued. */
   isIdle(slot: number, now: number): boolean {
     if (this.queues.has(slot)) return false;
@@ -103,7 +110,7 @@ export class LimiterCore implements PermitOwner, RefundOwner {
    * Whether `permits` could be granted to a new arrival now: enough available, and, oldest-first, nobody
    * waiting ahead of it. A zero-permit probe needs one permit available.
    */
-  canGrant(slot: number, permits: number, now: number): boolean {
+  canGrant(slot: number, permits: number, now: number, _rank?: number): boolean {
     const o = slot * this.algorithm.width;
     const s = this.table.states;
     this.algorithm.advance(s, o, now);
@@ -179,7 +186,7 @@ export class LimiterCore implements PermitOwner, RefundOwner {
   }
 
   /** A rejected lease for `permits` in `slot` now; charges the penalty when rejected requests are counted. */
-  reject(slot: number, permits: number, now: number, reason: RejectionReason): Lease {
+  reject(slot: number, permits: number, now: number, reason: RejectionReason, _rank?: number): Lease {
     const algorithm = this.algorithm;
     const s = this.table.states;
     const o = slot * algorithm.width;
@@ -200,8 +207,8 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     );
   }
 
-  /** Decides now, never waits. */
-  tryAcquire(slot: number, permits: number, now: number, refundable = true): Lease {
+  /** Decides now, never waits. `rank` is the request's class, for a core with classes (an adaptive one). */
+  tryAcquire(slot: number, permits: number, now: number, refundable = true, _rank?: number): Lease {
     if (this.canGrant(slot, permits, now)) return this.commit(slot, permits, now, refundable);
     return this.reject(slot, permits, now, 'limit');
   }
@@ -210,7 +217,13 @@ export class LimiterCore implements PermitOwner, RefundOwner {
    * Grants now if it can, else waits in the queue if there is room, else rejects at once. `key` (a partition's)
    * is set on the lease here, so a partitioned limiter needs no Promise of its own to add it.
    */
-  acquire(slot: number, permits: number, signal: AbortSignal | undefined, key?: string): Promise<Lease> {
+  acquire(
+    slot: number,
+    permits: number,
+    signal: AbortSignal | undefined,
+    key?: string,
+    _rank?: number,
+  ): Promise<Lease> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const now = this.options.clock.now();
     if (this.canGrant(slot, permits, now))
@@ -362,6 +375,7 @@ export function newWaiter(
     onAbort: undefined,
     admit,
     key: undefined,
+    rank: undefined,
   };
 }
 

@@ -1,11 +1,13 @@
 import type { Algorithm } from '../algorithms/algorithm.ts';
 import { describe } from '../duration.ts';
 import { rejectUnknown } from '../options/known.ts';
+import type { AdaptiveAcquireOptions } from './adaptive-concurrency.ts';
 import { LimiterCore } from './core.ts';
 import { keyFor } from './keyed.ts';
 import { Lease } from './lease.ts';
 import { checkPermits, integer, object, oneOf } from './options.ts';
-import type { AcquireOptions, LimiterSpec, Statistics } from './rate-limiter.ts';
+import { type Priority, rankOf } from './priority.ts';
+import type { LimiterSpec, Statistics } from './rate-limiter.ts';
 import { MEMORY, type MemoryStore } from './store.ts';
 
 /** What happens to a new key when `maxPartitions` partitions are live and none can be dropped. */
@@ -110,36 +112,46 @@ export class PartitionedLimiter<R> {
     return MEMORY;
   }
 
-  /** Decides now for `resource`'s partition and never waits. */
-  tryAcquire(resource: R, permits = 1): Lease {
-    return this.tryAcquireKey(keyFor(this, resource), permits);
+  /**
+   * Decides now for `resource`'s partition and never waits. `priority` is the request's class, for partitions of
+   * an `adaptiveConcurrency()` limiter (other limiters have no classes and ignore it).
+   */
+  tryAcquire(resource: R, permits = 1, priority?: Priority): Lease {
+    return this.tryAcquireKey(keyFor(this, resource), permits, true, priority);
   }
 
   /**
    * @internal Decides now for the partition of `key` (already computed, e.g. awaited by the HTTP layer);
    * `refundable: false` when the caller will never refund the lease.
    */
-  tryAcquireKey(key: string, permits = 1, refundable = true): Lease {
+  tryAcquireKey(key: string, permits = 1, refundable = true, priority?: Priority): Lease {
     const code = this.bindKey(key);
     if (code === REJECTED) return this.overflowLease(this.boundKey, permits);
     const core = this.cores[code & 255];
     if (permits !== 1) checkPermits(permits, core.algorithm.limit);
-    const lease = core.tryAcquire(code >>> 8, permits, core.options.clock.now(), refundable);
+    const rank = priority === undefined ? undefined : rankOf('priority', priority);
+    const lease = core.tryAcquire(code >>> 8, permits, core.options.clock.now(), refundable, rank);
     lease.key = this.boundKey;
     return lease;
   }
 
-  /** Grants now, or waits in the partition's queue while there is room, or rejects at once. */
-  acquire(resource: R, permits = 1, options?: AcquireOptions): Promise<Lease> {
+  /**
+   * Grants now, or waits in the partition's queue while there is room, or rejects at once. `options.priority`
+   * as for {@link tryAcquire}.
+   */
+  acquire(resource: R, permits = 1, options?: AdaptiveAcquireOptions): Promise<Lease> {
     let code: number;
+    let rank: number | undefined;
     try {
       code = this.bind(resource);
       if (code !== REJECTED) checkPermits(permits, this.cores[code & 255].algorithm.limit);
+      const priority = options?.priority;
+      rank = priority === undefined ? undefined : rankOf('priority', priority);
     } catch (error) {
       return Promise.reject(error);
     }
     if (code === REJECTED) return Promise.resolve(this.overflowLease(this.boundKey, permits));
-    return this.cores[code & 255].acquire(code >>> 8, permits, options?.signal, this.boundKey);
+    return this.cores[code & 255].acquire(code >>> 8, permits, options?.signal, this.boundKey, rank);
   }
 
   /** The partition's permits available and queued now (a fresh one if it is not live), and the totals of all. */
@@ -271,7 +283,7 @@ export class PartitionedLimiter<R> {
         if (core.isIdle(slot, now)) {
           this.map.delete(key);
           keys[slot] = undefined;
-          core.table.release(slot);
+          core.free(slot);
           this.evictions++;
         } else if (waits.length < 4096) {
           const wait = core.resetAfter(slot, now);

@@ -35,21 +35,26 @@ export const express = expressRateLimiting({
     ),
   },
   onRejected: (ctx) => ctx.response.status(429),
+  // priority(req, res) gets Express's own objects, and answers a class.
+  priority: (req, res) => (req.user === undefined || res.locals.batch ? 'sheddable' : 'default'),
 });
 export function fastify() {
   return fastifyRateLimiting;
 }
 export const fastifyOptions: Parameters<typeof fastifyRateLimiting>[1] = {
   global: partitioned({ key: (request) => request.user?.id ?? ip(request), limiter: perMinute }),
+  priority: (request, reply) => (request.user === undefined || reply.sent ? 0 : 'critical'),
 };
 export const hono = honoRateLimiting<{ Variables: { user?: User } }>({
   global: partitioned({ key: (c) => c.get('user')?.id ?? ip(c), limiter: perMinute }),
+  priority: (c) => (c.get('user') === undefined ? 'sheddable' : 'default'),
 });
 interface Authed extends IncomingMessage {
   user?: User;
 }
 export const node = nodeRateLimiting<Authed>({
   global: partitioned({ key: (req) => req.user?.id ?? ip(req), limiter: perMinute }),
+  policies: { api: { limiter: perMinute, priority: (req) => (req.user === undefined ? 'sheddable' : 2) } },
 });
 export const nodeDefault = nodeRateLimiting({
   global: partitioned({ key: (req) => req.headers['x-user']?.toString() ?? ip(req), limiter: perMinute }),

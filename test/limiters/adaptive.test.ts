@@ -285,3 +285,37 @@ test('options: bad values and unknown names are rejected naming the option', () 
   );
   assert.throws(() => adaptiveConcurrency().tryAcquire(1, 'urgent' as never), /priority must be 'critical'/);
 });
+
+test('partitioned and chain pass the class to their adaptive members: the reserve holds through both', async () => {
+  const clock = manualClock(0);
+  const make = () =>
+    adaptiveConcurrency({
+      clock,
+      algorithm: 'aimd',
+      initialLimit: 10,
+      minLimit: 10,
+      maxLimit: 10,
+      queueLimit: 1,
+      classes: { reserve: { critical: 0.2 } },
+    });
+  const byUser = partitioned({ key: (user: string) => user, limiter: make() });
+  for (let i = 0; i < 8; i++) assert.equal(byUser.tryAcquire('ann', 1, 'sheddable').granted, true);
+  assert.equal(
+    byUser.tryAcquire('ann', 1, 'sheddable').reason,
+    'limit',
+    'the reserve is kept in a partition',
+  );
+  assert.equal(byUser.tryAcquire('ann', 1, 'critical').granted, true);
+  assert.equal((await byUser.acquire('ann', 1, { priority: 'critical' })).granted, true);
+  assert.throws(() => byUser.tryAcquire('ann', 1, 'urgent' as never), /priority must be 'critical'/);
+
+  const both = chain(fixedWindow({ clock, permitLimit: 100, window: 1000 }), make());
+  for (let i = 0; i < 8; i++) assert.equal(both.tryAcquire(1, 'default').granted, true);
+  assert.equal(both.tryAcquire(1).reason, 'limit', "no class is 'default': under the reserve");
+  assert.equal(both.tryAcquire(1, 'critical').granted, true, 'the chain passes the class to its member');
+  const waiting = track(both.acquire(1, { priority: 'sheddable' }));
+  const critical = track(both.acquire(1, { priority: 'critical' }));
+  await flush();
+  assert.equal(critical.value?.granted, true, 'critical is admitted into the reserve at once');
+  assert.equal(waiting.settled, false, 'sheddable waits: 10 held');
+});

@@ -1,6 +1,7 @@
 import { describe } from '../../duration.ts';
 import { KeyedResource } from '../../limiters/keyed.ts';
 import { ChainLease, Lease, type ReleaseOutcome } from '../../limiters/lease.ts';
+import { rankOf } from '../../limiters/priority.ts';
 import { telemetry } from '../../telemetry.ts';
 import { Decision } from './decision.ts';
 import {
@@ -62,6 +63,7 @@ export class RateLimiting {
   #own(route: RouteLimits): RouteLimits {
     route.owner = this;
     route.refund = route.policy?.refund ?? this.options.refund;
+    route.priority = route.policy?.priority ?? this.options.priority;
     // `defaultRoute` is made first: every later route can fall back to it when its policy skips a request.
     route.globalOnly = this.defaultRoute;
     return route;
@@ -119,23 +121,27 @@ export class RateLimiting {
     context: C,
   ): Decision | Promise<Decision> {
     const skip = route.skip;
-    if (skip === undefined) return this.#keyed(req, route, signal, context);
+    if (skip === undefined) return this.#keyed(req, res, route, signal, context);
     const verdict = skip(req, res);
     const next = (skipped: unknown): Decision | Promise<Decision> => {
-      if (!skipped) return this.#keyed(req, route, signal, context);
+      if (!skipped) return this.#keyed(req, res, route, signal, context);
       const global = route.globalOnly ?? this.defaultRoute;
-      return global.unlimited ? skippedDecision(route) : this.#keyed(req, global, signal, context);
+      return global.unlimited ? skippedDecision(route) : this.#keyed(req, res, global, signal, context);
     };
     return isThenable(verdict) ? Promise.resolve(verdict).then(next) : next(verdict);
   }
 
   #keyed<C>(
     req: unknown,
+    res: unknown,
     route: RouteLimits,
     signal: (context: C) => AbortSignal | undefined,
     context: C,
   ): Decision | Promise<Decision> {
-    if (!route.keyed) return this.#decideKeyed(undefined, route, signal, context);
+    // The request's class: synchronous, so a memory route stays synchronous; a number, so nothing is allocated.
+    const priority = route.priority;
+    const rank = priority === undefined ? undefined : rankOf(PRIORITY, priority(req, res));
+    if (!route.keyed) return this.#decideKeyed(undefined, route, signal, context, rank);
     const lone = route.tryAcquireKey;
     const keyOfs = route.keyOfs;
     let keys: unknown[];
@@ -143,7 +149,7 @@ export class RateLimiting {
       // One partitioned limiter in memory, nothing to wait for: decided by its key, with no KeyedResource (the
       // lease carries the key for the header fields).
       const key = keyOfs[0]!(req);
-      if (typeof key === 'string') return this.#decided(route, lone(key), undefined);
+      if (typeof key === 'string') return this.#decided(route, lone(key, rank), undefined);
       keys = [key];
     } else {
       keys = new Array(keyOfs.length);
@@ -158,7 +164,7 @@ export class RateLimiting {
     for (const key of keys) if (typeof key !== 'string' && isThenable(key)) pending = true;
     if (!pending) {
       const resource = new KeyedResource(route.members, keys as (string | undefined)[]);
-      return this.#decideKeyed(resource, route, signal, context);
+      return this.#decideKeyed(resource, route, signal, context, rank);
     }
     return Promise.all(keys).then((awaited) =>
       this.#decideKeyed(
@@ -166,6 +172,7 @@ export class RateLimiting {
         route,
         signal,
         context,
+        rank,
       ),
     );
   }
@@ -175,13 +182,15 @@ export class RateLimiting {
     route: RouteLimits,
     signal: (context: C) => AbortSignal | undefined,
     context: C,
+    rank: number | undefined,
   ): Decision | Promise<Decision> {
+    // A Redis store has no classes: `rank` is not sent.
     const remote = route.remote;
     if (remote !== undefined && (!route.mayQueue || this.options.dryRun)) {
       return remote.tryAcquire(resource).then((lease) => this.#decided(route, lease, resource));
     }
     if (!route.mayQueue || this.options.dryRun) {
-      return this.#decided(route, route.tryAcquire(resource), resource);
+      return this.#decided(route, route.tryAcquire(resource, rank), resource);
     }
     const instruments = telemetry();
     const attributes = route.policyAttributes;
@@ -191,7 +200,7 @@ export class RateLimiting {
     let abort: AbortSignal | undefined;
     try {
       abort = signal(context);
-      waiting = route.acquire(resource, abort);
+      waiting = route.acquire(resource, abort, rank);
     } catch (error) {
       waiting = Promise.reject(error);
     }
@@ -341,6 +350,7 @@ export class RateLimiting {
   }
 }
 
+const PRIORITY = 'rateLimiting: priority(req, res)';
 const DROPPED: ReleaseOutcome = { dropped: true };
 const IGNORED: ReleaseOutcome = { ignore: true };
 

@@ -2,6 +2,7 @@ import { describe } from '../../duration.ts';
 import { ChainLimiter } from '../../limiters/chain.ts';
 import type { Lease } from '../../limiters/lease.ts';
 import { PartitionedLimiter } from '../../limiters/partitioned.ts';
+import type { Priority } from '../../limiters/priority.ts';
 import { RateLimiter } from '../../limiters/rate-limiter.ts';
 import { isStored, type StoredLimiter, type StoredLimiterChain } from '../../limiters/store.ts';
 import { rejectUnknown } from '../../options/known.ts';
@@ -71,8 +72,8 @@ export type MaybePromise<T> = T | PromiseLike<T>;
 
 /**
  * When a request is not limited, and when a granted request gives its permits back after its response
- * (express-rate-limit's names, so migrating is a rename). On `rateLimiting()` for every route; on a policy for
- * its routes (a policy's settings replace the global ones).
+ * (express-rate-limit's names, so migrating is a rename), and the request's class for adaptive limiters. On
+ * `rateLimiting()` for every route; on a policy for its routes (a policy's settings replace the global ones).
  */
 export interface RequestRules<Req = unknown, Res = unknown> {
   /**
@@ -89,6 +90,16 @@ export interface RequestRules<Req = unknown, Res = unknown> {
   skipFailedRequests?: boolean;
   /** Whether a finished response counts as successful. Default: status below 400. */
   requestWasSuccessful?: (req: Req, res: Res) => MaybePromise<boolean>;
+  /**
+   * The request's class for `adaptiveConcurrency()` limiters: `'critical'`, `'default'`, `'sheddable'` or a number
+   * (higher is more important). Under contention lower classes are shed first, and a limiter's
+   * `classes.reserve` keeps a share of its limit for the classes above. Synchronous on purpose: it runs on every
+   * request, before the decision, and must not make a memory route wait. Called once per request, after `skip`.
+   * On a policy it replaces the global one for the policy's routes; the class goes to every adaptive limiter of
+   * the route (the global limiter's too). Limiters without classes and limiters on a Redis store ignore it.
+   * Returning anything else throws, like a key function that throws. Default: every request is `'default'`.
+   */
+  priority?: (req: Req, res: Res) => Priority;
 }
 
 /** A named or inline policy with its own options. */
@@ -116,6 +127,7 @@ export const RATE_LIMIT_POLICY_OPTION_NAMES: readonly string[] = [
   'skipSuccessfulRequests',
   'skipFailedRequests',
   'requestWasSuccessful',
+  'priority',
 ];
 
 /** A policy: a limiter, or a limiter with options. */
@@ -168,6 +180,10 @@ export interface RateLimitingOptions<Req = unknown, Res = unknown> extends Reque
 // biome-ignore lint/suspicious/noExplicitAny: each adapter passes its own objects
 export type RequestHook = (req: any, res: any) => MaybePromise<boolean>;
 
+/** A `priority` hook, as validated. */
+// biome-ignore lint/suspicious/noExplicitAny: each adapter passes its own objects
+export type PriorityHook = (req: any, res: any) => Priority;
+
 /** Which granted requests give their permits back after the response. */
 export interface RefundRule {
   readonly successful: boolean;
@@ -192,6 +208,7 @@ export const RATE_LIMITING_OPTION_NAMES: readonly string[] = [
   'skipSuccessfulRequests',
   'skipFailedRequests',
   'requestWasSuccessful',
+  'priority',
   'validate',
 ];
 
@@ -204,6 +221,8 @@ export interface Policy {
   readonly skip: RequestHook | undefined;
   /** Undefined when the policy sets none of the refund options (the global rule applies). */
   readonly refund: RefundRule | undefined;
+  /** Undefined when the policy sets none (the global one applies). */
+  readonly priority: PriorityHook | undefined;
 }
 
 /** One limiter of a route's chain: in memory (decided synchronously) or on a Redis store (one round trip). */
@@ -222,6 +241,7 @@ export interface ResolvedOptions {
   readonly dryRun: boolean;
   readonly skip: RequestHook | undefined;
   readonly refund: RefundRule | undefined;
+  readonly priority: PriorityHook | undefined;
 }
 
 /** The name of the global limiter in headers and metrics. */
@@ -277,6 +297,7 @@ export function resolveOptions(options: RateLimitingOptions | undefined): Resolv
   if (o.validate === false) silenceWarnings();
   const skip = hook('rateLimiting: skip', o.skip) as RequestHook | undefined;
   const refund = refundRule('rateLimiting', o);
+  const priority = hook('rateLimiting: priority', o.priority) as PriorityHook | undefined;
   return {
     global,
     policies,
@@ -288,6 +309,7 @@ export function resolveOptions(options: RateLimitingOptions | undefined): Resolv
     dryRun: o.dryRun === true,
     skip,
     refund,
+    priority,
   };
 }
 
@@ -317,7 +339,14 @@ function refundRule(where: string, options: RequestRules): RefundRule | undefine
  */
 export function buildPolicy(where: string, name: string, spec: unknown, withOptions: boolean): Policy {
   if (isLimiter(spec)) {
-    return { name, members: flatten(spec), onRejected: undefined, skip: undefined, refund: undefined };
+    return {
+      name,
+      members: flatten(spec),
+      onRejected: undefined,
+      skip: undefined,
+      refund: undefined,
+      priority: undefined,
+    };
   }
   if (withOptions && typeof spec === 'object' && spec !== null && !Array.isArray(spec)) {
     const options = spec as RateLimitPolicyOptions;
@@ -336,6 +365,7 @@ export function buildPolicy(where: string, name: string, spec: unknown, withOpti
       onRejected: hook(`${where}.onRejected`, options.onRejected),
       skip: hook(`${where}.skip`, options.skip) as RequestHook | undefined,
       refund: refundRule(where, options),
+      priority: hook(`${where}.priority`, options.priority) as PriorityHook | undefined,
     };
   }
   throw new TypeError(

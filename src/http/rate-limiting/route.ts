@@ -1,3 +1,4 @@
+import { AdaptiveConcurrencyLimiter } from '../../limiters/adaptive-concurrency.ts';
 import { ChainLimiter } from '../../limiters/chain.ts';
 import type { Lease } from '../../limiters/lease.ts';
 import { PartitionedLimiter } from '../../limiters/partitioned.ts';
@@ -9,6 +10,7 @@ import {
   type Member,
   type OnRejected,
   type Policy,
+  type PriorityHook,
   type RefundRule,
   type RequestHook,
 } from './options.ts';
@@ -67,15 +69,18 @@ export class RouteLimits {
   readonly keyOfs: readonly (((req: unknown) => unknown) | undefined)[];
   /** Whether a member is partitioned (then requests are keyed before deciding). */
   readonly keyed: boolean;
-  /** Decides now for a keyed request; never waits. Memory limiters only: a route on a Redis store uses {@link remote}. */
-  readonly tryAcquire: (resource: unknown) => Lease;
+  /**
+   * Decides now for a keyed request; never waits. Memory limiters only: a route on a Redis store uses
+   * {@link remote}. `rank` is the request's class (see {@link priority}), for adaptive members.
+   */
+  readonly tryAcquire: (resource: unknown, rank?: number) => Lease;
   /**
    * For a route whose only limiter is a partitioned one in memory: decides now by the key itself, with no
    * `KeyedResource` to build (the commonest route: a per-client global limiter).
    */
-  readonly tryAcquireKey: ((key: string) => Lease) | undefined;
+  readonly tryAcquireKey: ((key: string, rank?: number) => Lease) | undefined;
   /** Decides for a keyed request, waiting in a queue when a member has one. */
-  readonly acquire: (resource: unknown, signal: AbortSignal | undefined) => Promise<Lease>;
+  readonly acquire: (resource: unknown, signal: AbortSignal | undefined, rank?: number) => Promise<Lease>;
   /** How the route decides when its limiters are on a Redis store (then every decision is a Promise). */
   readonly remote: RemoteDecider | undefined;
   /**
@@ -89,6 +94,8 @@ export class RouteLimits {
   globalOnly: RouteLimits | undefined = undefined;
   /** Which granted requests give their permits back after the response (the policy's rule, else the global one). Set by the engine. */
   refund: RefundRule | undefined = undefined;
+  /** The request's class: the policy's `priority`, else the global one; undefined: none asked. Set by the engine. */
+  priority: PriorityHook | undefined = undefined;
 
   /**
    * Throws a `TypeError` (prefixed with `where`) when the global limiter and the policy are not on one store:
@@ -135,7 +142,7 @@ export class RouteLimits {
     const keyed = members.some((m) => m instanceof PartitionedLimiter);
     if (members.length > 0) checkOneStore(where, members, names);
     const remote = members.length > 0 && isRemote(members[0]) ? remoteDecider(members as never) : undefined;
-    let lone: ((key: string) => Lease) | undefined;
+    let lone: ((key: string, rank?: number) => Lease) | undefined;
     this.remote = remote;
     if (remote !== undefined) {
       this.tryAcquire = () => {
@@ -149,24 +156,29 @@ export class RouteLimits {
       this.acquire = this.tryAcquire as never;
     } else if (members.length === 1) {
       const only = members[0] as MemoryMember;
-      if (only instanceof RateLimiter) {
+      if (only instanceof AdaptiveConcurrencyLimiter) {
+        this.tryAcquire = (_req, rank) => only.tryAcquire(1, rank);
+        this.acquire = (_req, signal, rank) => only.acquire(1, { signal, priority: rank });
+      } else if (only instanceof RateLimiter) {
         this.tryAcquire = () => only.tryAcquire(1);
         this.acquire = (_req, signal) => only.acquire(1, { signal });
       } else {
-        this.tryAcquire = (req) => only.tryAcquire(req, 1);
-        this.acquire = (req, signal) => only.acquire(req, 1, { signal });
+        this.tryAcquire = (req, rank) => only.tryAcquire(req, 1, rank);
+        this.acquire = (req, signal, rank) => only.acquire(req, 1, { signal, priority: rank });
         // Refundable leases only where a refund rule may ask for one (set by the engine after construction).
-        lone = (key) => only.tryAcquireKey(key, 1, this.refund !== undefined);
+        lone = (key, rank) => only.tryAcquireKey(key, 1, this.refund !== undefined, rank);
       }
     } else {
       if (keyed) {
         const chain = new ChainLimiter<unknown>(members as MemoryMember[]);
-        this.tryAcquire = (req) => chain.tryAcquire(req, 1);
-        this.acquire = (req, signal) => chain.acquire(req, 1, { signal });
+        this.tryAcquire = (req, rank) =>
+          rank === undefined ? chain.tryAcquire(req, 1) : chain.tryAcquire(req, 1, rank);
+        this.acquire = (req, signal, rank) => chain.acquire(req, 1, { signal, priority: rank });
       } else {
         const chain = new ChainLimiter<void>(members as MemoryMember[]);
-        this.tryAcquire = () => chain.tryAcquire(1);
-        this.acquire = (_req, signal) => chain.acquire(1, { signal });
+        this.tryAcquire = (_req, rank) =>
+          rank === undefined ? chain.tryAcquire(1) : chain.tryAcquire(1, rank);
+        this.acquire = (_req, signal, rank) => chain.acquire(1, { signal, priority: rank });
       }
     }
     this.tryAcquireKey = lone;
