@@ -11,7 +11,7 @@ export interface ThrottlerStorageRecord {
   timeToExpire: number;
   /** Whether this hit is refused. */
   isBlocked: boolean;
-  /** Seconds until the block ends (`Retry-After`); meaningful when `isBlocked`. */
+  /** Seconds until the block ends (`Retry-After`) when `isBlocked`, else 0. */
   timeToBlockExpire: number;
 }
 
@@ -31,9 +31,13 @@ const OPTION_NAMES = [
   'clock',
 ] as const satisfies readonly (keyof FloodgateThrottlerStorageOptions)[];
 
-/** One key's state: when each counted hit expires, the window's end, and the block. */
+/**
+ * One key's state: when each counted hit expires (ascending, from `head`: expired hits leave from the front, so a
+ * hit costs O(1) however many the window holds), the window's end, and the block.
+ */
 interface Entry {
   hits: number[];
+  head: number;
   windowEndsAt: number;
   blocked: boolean;
   blockEndsAt: number;
@@ -93,16 +97,24 @@ export class FloodgateThrottlerStorage {
     let entry = entries.get(id);
     if (entry === undefined) {
       this.#sweep(now);
-      entry = { hits: [], windowEndsAt: now + ttl, blocked: false, blockEndsAt: 0 };
+      entry = { hits: [], head: 0, windowEndsAt: now + ttl, blocked: false, blockEndsAt: 0 };
       if (entries.size >= this.#maxKeys) entries.delete(entries.keys().next().value!);
     } else {
       entries.delete(id); // re-inserted below: the map's order is least recently used first
     }
     entries.set(id, entry);
     const hits = entry.hits;
-    let kept = 0;
-    for (let i = 0; i < hits.length; i++) if (hits[i]! > now) hits[kept++] = hits[i]!;
-    hits.length = kept;
+    let head = entry.head;
+    while (head < hits.length && hits[head]! <= now) head++;
+    if (head === hits.length) {
+      hits.length = 0;
+      head = 0;
+    } else if (head > 64 && head * 2 > hits.length) {
+      hits.splice(0, head);
+      head = 0;
+    }
+    entry.head = head;
+    const kept = hits.length - head;
     let timeToExpire = Math.ceil((entry.windowEndsAt - now) / 1000);
     if (timeToExpire <= 0) {
       entry.windowEndsAt = now + ttl;
@@ -111,20 +123,19 @@ export class FloodgateThrottlerStorage {
     if (blockDuration <= 0) {
       // No block: a hit past the limit is refused (and not counted) until the oldest counted hit expires.
       const isBlocked = kept >= limit;
-      if (!isBlocked) hits.push(now + ttl);
-      let oldest = Number.POSITIVE_INFINITY;
-      for (const at of hits) if (at < oldest) oldest = at;
-      const timeToBlockExpire = hits.length > 0 ? Math.ceil((oldest - now) / 1000) : timeToExpire;
+      if (!isBlocked) addHit(entry, now + ttl);
+      const counted = hits.length - entry.head;
+      const timeToBlockExpire = counted > 0 ? Math.ceil((hits[entry.head]! - now) / 1000) : timeToExpire;
       return {
-        totalHits: hits.length + (isBlocked ? 1 : 0),
+        totalHits: counted + (isBlocked ? 1 : 0),
         timeToExpire,
         isBlocked,
         timeToBlockExpire: isBlocked ? timeToBlockExpire : 0,
       };
     }
     if (!entry.blocked) {
-      hits.push(now + ttl);
-      if (hits.length > limit) {
+      addHit(entry, now + ttl);
+      if (hits.length - entry.head > limit) {
         entry.blocked = true;
         entry.blockEndsAt = now + blockDuration;
       }
@@ -134,9 +145,17 @@ export class FloodgateThrottlerStorage {
       // The block is over: the count starts again from this hit.
       entry.blocked = false;
       hits.length = 0;
+      entry.head = 0;
       hits.push(now + ttl);
     }
-    return { totalHits: hits.length, timeToExpire, isBlocked: entry.blocked, timeToBlockExpire };
+    return {
+      totalHits: hits.length - entry.head,
+      timeToExpire,
+      isBlocked: entry.blocked,
+      // The default storage answers a meaningless negative number here when not blocked; the guard reads it
+      // only when blocked.
+      timeToBlockExpire: entry.blocked ? timeToBlockExpire : 0,
+    };
   }
 
   /** Drops the least recently used keys while they are idle: no live hit, no running block, window over. */
@@ -145,10 +164,20 @@ export class FloodgateThrottlerStorage {
     for (const [id, entry] of this.#entries) {
       if (looked++ === SWEEP_PER_CALL) return;
       if (entry.windowEndsAt > now || (entry.blocked && entry.blockEndsAt > now)) return;
-      for (const at of entry.hits) if (at > now) return;
+      const hits = entry.hits;
+      if (hits.length > entry.head && hits[hits.length - 1]! > now) return;
       this.#entries.delete(id);
     }
   }
+}
+
+/** Adds a hit's expiry, in order: at the end when ttl is the same for every hit, as a throttler's is. */
+function addHit(entry: Entry, expiresAt: number): void {
+  const hits = entry.hits;
+  let at = hits.length;
+  while (at > entry.head && hits[at - 1]! > expiresAt) at--;
+  if (at === hits.length) hits.push(expiresAt);
+  else hits.splice(at, 0, expiresAt);
 }
 
 // Nest's dependency injection, applied as a call: floodgate is compiled without decorator syntax.
