@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
+import { describe } from '../../duration.ts';
 import type { Clock } from '../../limiters/core.ts';
 import { rejectUnknown } from '../../options/known.ts';
 import { type RedisClientLike, type ScriptRunner, scriptRunner } from '../../redis/client.ts';
@@ -120,14 +121,16 @@ export class FloodgateRedisThrottlerStorage {
     this.#runner = scriptRunner(options.client);
     const prefix = options.prefix ?? 'floodgate:throttler:';
     if (typeof prefix !== 'string')
-      throw new TypeError('FloodgateRedisThrottlerStorage: prefix must be a string');
+      throw new TypeError(`FloodgateRedisThrottlerStorage: prefix must be a string; got ${describe(prefix)}`);
     this.#prefix = prefix;
     const clock = options.clock;
     if (
       clock !== undefined &&
       (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function')
     ) {
-      throw new TypeError('FloodgateRedisThrottlerStorage: clock must be an object with a now() method');
+      throw new TypeError(
+        `FloodgateRedisThrottlerStorage: clock must be an object with a now() method; got ${describe(clock)}`,
+      );
     }
     this.#clock = clock;
   }

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { describe } from '../../duration.ts';
 import type { Clock } from '../../limiters/core.ts';
 import { integer, performanceClock } from '../../limiters/options.ts';
 import { rejectUnknown } from '../../options/known.ts';
@@ -65,7 +66,9 @@ export class FloodgateThrottlerStorage {
     this.#maxKeys = integer('FloodgateThrottlerStorage: maxKeys', options.maxKeys ?? 100_000, 1);
     const clock = options.clock ?? performanceClock;
     if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function') {
-      throw new TypeError('FloodgateThrottlerStorage: clock must be an object with a now() method');
+      throw new TypeError(
+        `FloodgateThrottlerStorage: clock must be an object with a now() method; got ${describe(clock)}`,
+      );
     }
     this.#clock = clock;
   }
