@@ -7,7 +7,7 @@
  *
  * The no-op contender is a guard that returns true: what any guard costs in Nest. Both limiters key by client
  * address with a fixed window of one minute; the limit is 10^9 (nothing is rejected) or, with HOT=1, 100.
- * @nestjs/throttler runs with its default in-memory storage. How servers are run and compared:
+ * @nestjs/throttler runs with its default in-memory storage, and with floodgate's drop-in FloodgateThrottlerStorage. How servers are run and compared:
  * bench/http-runner.ts (shared with bench:http).
  */
 import 'reflect-metadata';
@@ -75,6 +75,20 @@ async function variants(): Promise<Variant[]> {
       framework: 'nestjs',
       name: '@nestjs/throttler',
       start: () => nestApp([ThrottlerModule.forRoot([{ ttl: 60_000, limit: LIMIT }])], ThrottlerGuard),
+    },
+    {
+      framework: 'nestjs',
+      name: '@nestjs/throttler on FloodgateThrottlerStorage',
+      start: () =>
+        nestApp(
+          [
+            ThrottlerModule.forRoot({
+              throttlers: [{ ttl: 60_000, limit: LIMIT }],
+              storage: new floodgate.FloodgateThrottlerStorage(),
+            }),
+          ],
+          ThrottlerGuard,
+        ),
     },
   ];
 }

@@ -28,6 +28,8 @@ const installed = [
   '@nestjs/common',
   '@nestjs/core',
   '@nestjs/platform-express',
+  '@nestjs/throttler',
+  '@nestjs/websockets',
   'reflect-metadata',
   'rxjs',
   'ioredis',

@@ -12,6 +12,8 @@ export * from './decorators.ts';
 export * from './exception.ts';
 export * from './guard.ts';
 export * from './module.ts';
+export * from './redis-throttler-storage.ts';
+export * from './throttler-storage.ts';
 export * from './timeout-decorators.ts';
 export * from './timeout-interceptor.ts';
 export * from './timeouts-module.ts';
