@@ -22,6 +22,7 @@ import { RateLimiting } from '../../src/http/rate-limiting/engine.ts';
 import { MAX_TEMPLATES } from '../../src/http/rate-limiting/route.ts';
 import { concurrency } from '../../src/index.ts';
 import { resetTelemetry } from '../../src/telemetry.ts';
+import { listen, type Running } from '../http-rate-limiting/apps.ts';
 
 type Recorded = { name: string; value: number; attributes: Record<string, unknown> };
 let recorded: Recorded[];
@@ -57,27 +58,6 @@ function closeGate(): void {
     open = resolve;
   });
   gate = { promise, open };
-}
-
-interface Running {
-  url: string;
-  close(): Promise<void>;
-}
-
-function listen(server: http.Server): Promise<Running> {
-  return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      resolve({
-        url: `http://127.0.0.1:${port}`,
-        close: () =>
-          new Promise<void>((done) => {
-            server.closeAllConnections();
-            server.close(() => done());
-          }),
-      });
-    });
-  });
 }
 
 // @hono/node-server listens by itself.
@@ -305,4 +285,23 @@ test('the attributes of a route under a template are made once, and only so many
   });
   for (let i = 0; i < MAX_TEMPLATES; i++) route.metricsFor(`/t${i}`);
   assert.equal(route.metricsFor('/one-too-many'), route.metrics);
+});
+
+test('a request its policy skips is counted under the global limiter, on the same route', async () => {
+  const engine = new RateLimiting({
+    global: concurrency({ permitLimit: 10 }),
+    policies: { q: { limiter: concurrency({ permitLimit: 1 }), skip: () => true } },
+  });
+  const route = engine.route('q');
+  const decision = await engine.decide(
+    undefined,
+    undefined,
+    route,
+    () => undefined,
+    undefined,
+    route.metricsFor('/a/:id'),
+  );
+  engine.release(decision);
+  assert.deepEqual(of('requests'), [{ policy: 'global', result: 'acquired', 'http.route': '/a/:id' }]);
+  assert.deepEqual(of('lease_duration'), [{ policy: 'global', 'http.route': '/a/:id' }]);
 });
