@@ -50,15 +50,15 @@ export const METER_VERSION = '0.1.0';
  * (unit `s`), as OpenTelemetry's semantic conventions and ASP.NET Core's `aspnetcore.rate_limiting.*` have them.
  */
 export interface Instruments {
-  /** Rate-limited requests by `result` and `policy`. */
+  /** Rate-limited requests by `result` and `policy` (and `http.route` where known). */
   requests: Counter;
-  /** Leases currently held (concurrency policies), by `policy`. */
+  /** Leases currently held (concurrency policies), by `policy` (and `http.route` where known). */
   activeLeases: Counter;
-  /** Requests currently waiting in a queue, by `policy`. */
+  /** Requests currently waiting in a queue, by `policy` (and `http.route` where known). */
   queuedRequests: Counter;
-  /** Seconds spent waiting in a queue, by `policy` and the `result` the wait ended with. */
+  /** Seconds spent waiting in a queue, by `policy` and the `result` the wait ended with (and `http.route`). */
   timeInQueue: Histogram;
-  /** Seconds a lease was held, by `policy`. */
+  /** Seconds a lease was held, by `policy` (and `http.route` where known). */
   leaseDuration: Histogram;
   /** Live partitions (up/down). */
   partitions: Counter;
@@ -81,6 +81,14 @@ export interface Instruments {
 }
 
 let instruments: Instruments | undefined;
+
+/**
+ * Whether measurements go anywhere (`@opentelemetry/api` is installed): adapters skip work that only feeds metric
+ * attributes (the route template) when they do not.
+ */
+export function metricsRecorded(): boolean {
+  return telemetry().requests !== noop;
+}
 
 /** The instruments, created on first call (no-ops without `@opentelemetry/api`). */
 export function telemetry(): Instruments {

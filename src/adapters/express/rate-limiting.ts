@@ -5,6 +5,7 @@ import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
 import { decideAndContinue } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
+import type { RouteMetrics } from '../../http/rate-limiting/route-metrics.ts';
 import { CONFLICTING, conflictOnRoute, findMarker, kMarker, type Marked } from './route-lookahead.ts';
 import type { ExpressMiddleware } from './timeouts.ts';
 
@@ -56,6 +57,8 @@ const conflict = (): Error =>
   );
 // A decided request carries its route; the route's owner tells this engine's marks from another's.
 type DecidedRequest = IncomingMessage & { [kDecided]?: RouteLimits };
+// What Express sets once it has routed a request: the route's own path under the mount points matched.
+type MatchedRequest = IncomingMessage & { route?: { stack?: never[]; path?: unknown }; baseUrl?: string };
 
 /**
  * Rate limiting for Express 4 and 5. `app.use(limiter)` applies the global limiter to every request that
@@ -87,13 +90,14 @@ export function rateLimiting(options?: ExpressRateLimitingOptions): ExpressRateL
     req: IncomingMessage,
     res: ServerResponse,
     next: (e?: unknown) => void,
+    metrics?: RouteMetrics,
   ) => {
     (req as DecidedRequest)[kDecided] = route;
     if (route.unlimited) {
       next();
       return;
     }
-    decideAndContinue(engine, route, req, res, next);
+    decideAndContinue(engine, route, req, res, next, metrics);
   };
 
   const middleware: ExpressMiddleware = (req, res, next) => {
@@ -102,16 +106,18 @@ export function rateLimiting(options?: ExpressRateLimitingOptions): ExpressRateL
       next();
       return;
     }
-    let route = engine.defaultRoute;
     if (markers > 0) {
       const marker = findMarker(req, engine);
       if (marker === CONFLICTING) {
         next(conflict());
         return;
       }
-      if (marker !== undefined) route = marker;
+      if (marker !== undefined) {
+        decide(marker.route, req, res, next, marker.metrics);
+        return;
+      }
     }
-    decide(route, req, res, next);
+    decide(engine.defaultRoute, req, res, next);
   };
 
   const marker = (route: RouteLimits): ExpressMiddleware => {
@@ -119,8 +125,14 @@ export function rateLimiting(options?: ExpressRateLimitingOptions): ExpressRateL
     const handle: ExpressMiddleware = (req, res, next) => {
       const prior = (req as DecidedRequest)[kDecided];
       if (prior === undefined || prior.owner !== engine) {
-        if (conflictOnRoute((req as { route?: { stack?: never[] } }).route, engine)) next(conflict());
-        else decide(route, req, res, next);
+        const matched = (req as MatchedRequest).route;
+        if (conflictOnRoute(matched, engine)) next(conflict());
+        else {
+          const path = matched?.path;
+          const template =
+            typeof path === 'string' ? `${(req as MatchedRequest).baseUrl ?? ''}${path}` : undefined;
+          decide(route, req, res, next, route.metricsFor(template));
+        }
         return;
       }
       if (prior === route) {

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { RateLimiting } from '../../http/rate-limiting/engine.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
+import type { RouteMetrics } from '../../http/rate-limiting/route-metrics.ts';
 
 /**
  * Which route marker, if any, the request will reach: the app-level middleware runs before Express routes the
@@ -18,7 +19,12 @@ export type Marked = { [kMarker]?: { engine: RateLimiting; route: RouteLimits } 
 
 interface Layer {
   handle: unknown;
-  route?: { stack: Layer[]; _handlesMethod?(m: string): boolean; _handles_method?(m: string): boolean };
+  route?: {
+    stack: Layer[];
+    path?: unknown;
+    _handlesMethod?(m: string): boolean;
+    _handles_method?(m: string): boolean;
+  };
   path?: string;
   match(path: string): boolean | { path: string };
 }
@@ -51,12 +57,28 @@ export const CONFLICTING: unique symbol = Symbol('floodgate.conflictingMarkers')
 export function findMarker(
   req: IncomingMessage,
   engine: RateLimiting,
-): RouteLimits | typeof CONFLICTING | undefined {
-  return lookAhead(req, engine, limitsOf, agree);
+): FoundMarker | typeof CONFLICTING | undefined {
+  return lookAhead(req, engine, foundOf, agree);
 }
 
-function agree<T>(a: T, b: T): T | typeof CONFLICTING {
-  return a === b ? a : CONFLICTING;
+/** A marker found ahead: its limits and their metric attributes under its route's template (`http.route`). */
+export interface FoundMarker {
+  readonly route: RouteLimits;
+  readonly metrics: RouteMetrics;
+}
+
+// Made once per cached method and path, never per request.
+function foundOf(
+  handle: unknown,
+  engine: RateLimiting,
+  template: string | undefined,
+): FoundMarker | undefined {
+  const route = limitsOf(handle, engine);
+  return route === undefined ? undefined : { route, metrics: route.metricsFor(template) };
+}
+
+function agree(a: FoundMarker, b: FoundMarker): FoundMarker | typeof CONFLICTING {
+  return a.route === b.route ? a : CONFLICTING;
 }
 
 /** Whether the stack of a matched route (`req.route`) has two markers of `engine` that disagree. */
@@ -83,7 +105,11 @@ function limitsOf(handle: unknown, engine: RateLimiting): RouteLimits | undefine
 export function lookAhead<T, O extends object, C = never>(
   req: IncomingMessage,
   owner: O,
-  pick: (handle: unknown, owner: O) => T | undefined,
+  /**
+   * What a handler carries. `template` is its route's path as Express reports it in `req.baseUrl + req.route.path`
+   * (the mount points as matched, then the route's own path), when the handler is in a route.
+   */
+  pick: (handle: unknown, owner: O, template: string | undefined) => T | undefined,
   /** Combines what two handlers of one route carry (default: the first wins). */
   combine?: (first: T, next: T) => T | C,
 ): T | C | undefined {
@@ -107,7 +133,9 @@ export function lookAhead<T, O extends object, C = never>(
   const key = `${method} ${path}`;
   let found = cache.results.get(key);
   if (found === undefined) {
-    found = walk<T, C>(stack, path, method, (handle) => pick(handle, owner), combine) ?? NONE;
+    found =
+      walk<T, C>(stack, path, method, (handle, template) => pick(handle, owner, template), combine, '') ??
+      NONE;
     if (cache.results.size >= CACHE_SIZE) cache.results.clear();
     cache.results.set(key, found);
   }
@@ -131,12 +159,14 @@ function walk<T, C>(
   stack: Layer[],
   path: string,
   method: string,
-  pick: (handle: unknown) => T | undefined,
+  pick: (handle: unknown, template: string | undefined) => T | undefined,
   combine: ((first: T, next: T) => T | C) | undefined,
+  /** The mount points matched so far (Express's `req.baseUrl`). */
+  base: string,
 ): T | C | null | undefined {
   for (const layer of stack) {
     const handle = layer.handle as { stack?: Layer[] } | undefined;
-    const own = pick(handle);
+    const own = pick(handle, undefined);
     const route = layer.route;
     const router = Array.isArray(handle?.stack) ? handle.stack : undefined;
     if (route === undefined && own === undefined && router === undefined) continue;
@@ -151,8 +181,9 @@ function walk<T, C>(
       const handles = route._handlesMethod?.(method) ?? route._handles_method?.(method) ?? true;
       if (!handles && method !== 'HEAD') continue;
       let found: T | undefined;
+      const template = typeof route.path === 'string' ? `${base}${route.path}` : undefined;
       for (const inner of route.stack) {
-        const marker = pick(inner.handle);
+        const marker = pick(inner.handle, template);
         if (marker === undefined) continue;
         if (combine === undefined) return marker;
         if (found === undefined) found = marker;
@@ -167,7 +198,7 @@ function walk<T, C>(
     const prefix = typeof matched === 'object' ? matched.path : (layer.path ?? '');
     let rest = path.slice(prefix.length);
     if (rest[0] !== '/') rest = `/${rest}`;
-    const found = walk(router!, rest, method, pick, combine);
+    const found = walk(router!, rest, method, pick, combine, `${base}${prefix}`);
     if (found !== undefined) return found;
   }
   return undefined;

@@ -13,6 +13,7 @@ import { decideOnNode, type NodeAnswers } from '../../http/rate-limiting/node-ht
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { Answer } from '../../http/rate-limiting/response.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
+import type { RouteMetrics } from '../../http/rate-limiting/route-metrics.ts';
 import { checkSiblingAtReady } from './sibling-check.ts';
 
 export type {
@@ -57,11 +58,14 @@ declare module 'fastify' {
 export type FastifyRateLimitingOptions = RateLimitingOptions<FastifyRequest, FastifyReply>;
 
 const kLimits = Symbol('floodgate.rateLimits');
+const kMetrics = Symbol('floodgate.rateLimitMetrics');
 type LimitedConfig = {
   rateLimiting?: unknown;
   rateLimit?: unknown;
   timeout?: unknown;
   [kLimits]?: RouteLimits;
+  /** The route's metric attributes under its template (`http.route`), found with its limits. */
+  [kMetrics]?: RouteMetrics;
 };
 
 // @fastify/rate-limit reads `config.rateLimit` too; where it is registered, that key is its, not ours.
@@ -123,6 +127,7 @@ export function rateLimiting(
           ? engine.defaultRoute
           : engine.route(setting.value, `route ${method} ${url}: config.${setting.key}`);
       config[kLimits] = limits;
+      config[kMetrics] = limits.metricsFor(url);
     }
     return limits;
   };
@@ -143,10 +148,15 @@ export function rateLimiting(
     const where = `route ${String(route.method)} ${route.url}`;
     if (config.timeout !== undefined) noteTimeoutOption(this, where);
     const setting = settingOf(config, this);
-    if (setting === undefined) return;
+    const limits =
+      setting === undefined
+        ? engine.defaultRoute
+        : engine.route(setting.value, `${where}: config.${setting.key}`);
+    // The route's template is known here, once: its metrics carry it as `http.route` with nothing per request.
     route.config = {
       ...config,
-      [kLimits]: engine.route(setting.value, `${where}: config.${setting.key}`),
+      [kLimits]: limits,
+      [kMetrics]: limits.metricsFor(route.url),
     } as typeof route.config;
   });
 
@@ -166,7 +176,16 @@ export function rateLimiting(
       next();
       return;
     }
-    decideOnNode(engine, limits, request, reply, reply.raw, replyAnswers, next as (error?: unknown) => void);
+    decideOnNode(
+      engine,
+      limits,
+      request,
+      reply,
+      reply.raw,
+      replyAnswers,
+      next as (error?: unknown) => void,
+      config?.[kMetrics],
+    );
   });
 
   done();

@@ -1,10 +1,11 @@
 import type { ServerResponse } from 'node:http';
 import type { Context, Env, MiddlewareHandler } from 'hono';
-import { type Decision, RateLimiting } from '../../http/rate-limiting/engine.ts';
+import { type Decision, metricsRecorded, RateLimiting } from '../../http/rate-limiting/engine.ts';
 import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
 import { holdUntilEnd, isThenable, refundWhenDone, setHeader } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RejectedContext, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
+import type { RouteMetrics } from '../../http/rate-limiting/route-metrics.ts';
 import { requestTimeoutOf, timeoutGaveUp } from '../../http/timeouts/registry.ts';
 import { throughComposed } from './composed.ts';
 
@@ -48,6 +49,8 @@ export interface HonoRateLimiting<E extends Env = any> extends MiddlewareHandler
 }
 
 const kMarker: unique symbol = Symbol.for('floodgate.rateLimitMarker') as never;
+type Matched = Context['req']['matchedRoutes'][number];
+const NO_ROUTES: readonly Matched[] = [];
 type Marked = { [kMarker]?: { engine: RateLimiting; route: RouteLimits } };
 // The marker a matched handler carries, looking through Hono's wrappers of sub-apps with their own onError.
 function markerOf(handler: unknown): Marked[typeof kMarker] {
@@ -151,10 +154,15 @@ export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>
   };
 
   // Synchronous until something has to wait: most requests are decided without a Promise of floodgate's own.
-  const decide = (route: RouteLimits, c: Context, next: () => Promise<void>): Promise<Response | void> => {
+  const decide = (
+    route: RouteLimits,
+    c: Context,
+    next: () => Promise<void>,
+    matched: readonly Matched[],
+  ): Promise<Response | void> => {
     (c as Decided)[kDecided] = route;
     if (route.unlimited) return next();
-    const pending = engine.decide(c, c, route, waitSignal, c);
+    const pending = engine.decide(c, c, route, waitSignal, c, metricsOf(route, matched));
     if (isThenable(pending)) return pending.then((decision) => decided(decision, c, next));
     return decided(pending, c, next);
   };
@@ -221,9 +229,9 @@ export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>
 
   // The route limits of this engine's marker among the handlers Hono matched; `null` when two of its markers
   // disagree, which is found before anything is decided so that the failing request is never charged.
-  const markedRoute = (c: Context): RouteLimits | null | undefined => {
+  const markedRoute = (routes: readonly Matched[]): RouteLimits | null | undefined => {
     let found: RouteLimits | undefined;
-    for (const matched of c.req.matchedRoutes) {
+    for (const matched of routes) {
       const marker = markerOf(matched.handler);
       if (marker === undefined || marker.engine !== engine) continue;
       if (found !== undefined && found !== marker.route) return null;
@@ -238,15 +246,34 @@ export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>
         'decided by the first); global and route policy must be decided together, so give the route one marker',
     );
 
+  // The route template for `http.route`: the path of this engine's marker deciding `route`, else of the last
+  // route matched with a method (the handler's, not an `app.use()` pattern); none for a request no route matched.
+  const metricsOf = (route: RouteLimits, routes: readonly Matched[]): RouteMetrics => {
+    let template: string | undefined;
+    // No marker decides the global limiter alone.
+    const marked = route !== engine.defaultRoute;
+    for (const matched of routes) {
+      if (marked) {
+        const marker = markerOf(matched.handler);
+        if (marker?.engine === engine && marker.route === route) return route.metricsFor(matched.path);
+      }
+      if (matched.method !== 'ALL') template = matched.path;
+    }
+    return route.metricsFor(template);
+  };
+
   const middleware: MiddlewareHandler = (c, next) => {
     if (decidedWith(c) !== undefined) return next();
+    // Hono builds this array on every read: read once, and only when a marker may apply or metrics want the
+    // route template.
+    const matched = markers > 0 || metricsRecorded() ? c.req.matchedRoutes : NO_ROUTES;
     let route = engine.defaultRoute;
     if (markers > 0) {
-      const marked = markedRoute(c);
+      const marked = markedRoute(matched);
       if (marked === null) throw conflict();
       if (marked !== undefined) route = marked;
     }
-    return decide(route, c, next);
+    return decide(route, c, next, matched);
   };
 
   const marker = (route: RouteLimits): MiddlewareHandler => {
@@ -254,8 +281,9 @@ export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>
     const handle: MiddlewareHandler = (c, next) => {
       const prior = decidedWith(c);
       if (prior === undefined) {
-        if (markedRoute(c) === null) throw conflict();
-        return decide(route, c, next);
+        const matched = c.req.matchedRoutes;
+        if (markedRoute(matched) === null) throw conflict();
+        return decide(route, c, next, matched);
       }
       if (prior === route) return next();
       throw new Error(

@@ -6,7 +6,8 @@ import { holdUntilEnd, isThenable, refundWhenDone, waitSignal } from '../../http
 import type { RateLimitingOptions, RejectedContext, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { Answer } from '../../http/rate-limiting/response.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
-import { findMarker, kMarker, type Marked } from './route-lookahead.ts';
+import type { RouteMetrics } from '../../http/rate-limiting/route-metrics.ts';
+import { findMarker, kMarker, type Marked, markerIn } from './route-lookahead.ts';
 
 export type {
   HttpLimiter,
@@ -57,6 +58,12 @@ export interface KoaRateLimiting<State = DefaultState, Custom = DefaultContext>
 
 const kDecided: unique symbol = Symbol.for('floodgate.rateLimited') as never;
 type Decided = { [kDecided]?: RouteLimits };
+// `@koa/router` sets the matched layer's path (its template) before running the layer's middleware.
+type Routed = { _matchedRoute?: unknown };
+
+function templateOf(path: unknown): string | undefined {
+  return typeof path === 'string' ? path : undefined;
+}
 
 interface Ctx {
   req: IncomingMessage;
@@ -138,10 +145,10 @@ export function rateLimiting<State, Custom>(
   };
 
   // Synchronous until something has to wait: most requests are decided without a Promise of floodgate's own.
-  const decide = (route: RouteLimits, ctx: Ctx, next: Next): Promise<unknown> => {
+  const decide = (route: RouteLimits, ctx: Ctx, next: Next, metrics?: RouteMetrics): Promise<unknown> => {
     (ctx as Decided)[kDecided] = route;
     if (route.unlimited) return next();
-    const pending = engine.decide(ctx, ctx, route, ctxSignal, ctx);
+    const pending = engine.decide(ctx, ctx, route, ctxSignal, ctx, metrics);
     if (isThenable(pending)) return pending.then((decision) => decided(decision, ctx, next));
     return decided(pending, ctx, next);
   };
@@ -182,19 +189,23 @@ export function rateLimiting<State, Custom>(
 
   const middleware = (ctx: Ctx, next: Next): Promise<unknown> => {
     if (decidedWith(ctx) !== undefined) return next();
-    let route = engine.defaultRoute;
     if (markers > 0) {
-      const marker = findMarker(ctx as never, engine);
-      if (marker !== undefined) route = marker;
+      const layer = findMarker(ctx as never, engine);
+      const route = layer === undefined ? undefined : markerIn(layer, engine);
+      if (route !== undefined) {
+        return decide(route, ctx, next, route.metricsFor(templateOf(layer!.path)));
+      }
     }
-    return decide(route, ctx, next);
+    return decide(engine.defaultRoute, ctx, next);
   };
 
   const marker = (route: RouteLimits): Middleware<State, Custom> => {
     markers++;
     const handle = (ctx: Ctx, next: Next): Promise<unknown> => {
       const prior = decidedWith(ctx);
-      if (prior === undefined) return decide(route, ctx, next);
+      if (prior === undefined) {
+        return decide(route, ctx, next, route.metricsFor(templateOf((ctx as Routed)._matchedRoute)));
+      }
       if (prior === route) return next();
       throw new Error(
         `floodgate: this route requires rate-limiting policy ${JSON.stringify(route.policy?.name ?? 'none')} but the ` +

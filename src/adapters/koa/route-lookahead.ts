@@ -18,7 +18,13 @@ export type Marked = { [kMarker]?: { engine: RateLimiting; route: RouteLimits } 
 /** What `@koa/router` offers: `match()` and its layers' middleware stacks. */
 interface Router {
   opts?: { routerPath?: string };
-  match(path: string, method: string): { pathAndMethod: Array<{ stack?: unknown[] }>; route: boolean };
+  match(path: string, method: string): { pathAndMethod: RouterLayer[]; route: boolean };
+}
+
+/** A layer of `@koa/router`: its middleware stack and its path (the template, with the router's prefix). */
+export interface RouterLayer {
+  stack?: unknown[];
+  path?: unknown;
 }
 
 interface ContextLike {
@@ -27,8 +33,11 @@ interface ContextLike {
   readonly method?: string;
 }
 
-/** The limits of the marker on the route `ctx` will reach, or undefined for none (the global limiter). */
-export function findMarker(ctx: ContextLike, engine: RateLimiting): RouteLimits | undefined {
+/**
+ * The router's layer holding the marker on the route `ctx` will reach (read its limits with {@link markerIn}), or
+ * undefined for none (the global limiter).
+ */
+export function findMarker(ctx: ContextLike, engine: RateLimiting): RouterLayer | undefined {
   const stack = ctx.app?.middleware;
   if (!Array.isArray(stack)) return undefined;
   for (const fn of stack) {
@@ -45,14 +54,20 @@ export function findMarker(ctx: ContextLike, engine: RateLimiting): RouteLimits 
     // A router that matches no route runs none of its layers: the next router (or nothing) handles the request.
     if (!matched.route) continue;
     for (const layer of matched.pathAndMethod) {
-      if (!Array.isArray(layer.stack)) continue;
-      for (const handle of layer.stack) {
-        const marker = (handle as Marked | null)?.[kMarker];
-        if (marker !== undefined && marker.engine === engine) return marker.route;
-      }
+      if (markerIn(layer, engine) !== undefined) return layer;
     }
     // The first router with a matching route is the one that answers (unless its handler calls next()).
     return undefined;
+  }
+  return undefined;
+}
+
+/** The limits of `engine`'s first marker in a router layer's stack, or undefined. */
+export function markerIn(layer: RouterLayer, engine: RateLimiting): RouteLimits | undefined {
+  if (!Array.isArray(layer.stack)) return undefined;
+  for (const handle of layer.stack) {
+    const marker = (handle as Marked | null)?.[kMarker];
+    if (marker !== undefined && marker.engine === engine) return marker.route;
   }
   return undefined;
 }

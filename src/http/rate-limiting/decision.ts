@@ -2,7 +2,8 @@ import type { KeyedResource } from '../../limiters/keyed.ts';
 import type { Lease } from '../../limiters/lease.ts';
 import { policiesOf, type RateLimitInfo, type RateLimitPolicyInfo, tightest } from './info.ts';
 import type { RejectingLimiter } from './options.ts';
-import type { Result, RouteLimits } from './route.ts';
+import type { RouteLimits } from './route.ts';
+import type { Result, RouteMetrics } from './route-metrics.ts';
 
 /**
  * The outcome of one request's decision. It is also the request's {@link RateLimitInfo} (`req.rateLimit`), read
@@ -20,6 +21,8 @@ export class Decision implements RateLimitInfo {
     readonly result: Result,
     /** The keys the request was decided with (each key function ran once), or undefined when none is partitioned. */
     readonly resource: KeyedResource | undefined = undefined,
+    /** The attributes this request's metrics were recorded with (its lease's, when it is released). */
+    readonly metrics: RouteMetrics = route.metrics,
   ) {}
 
   get granted(): boolean {

@@ -3,6 +3,7 @@ import { KeyedResource } from '../../limiters/keyed.ts';
 import { ChainLease, Lease, type ReleaseOutcome } from '../../limiters/lease.ts';
 import { rankOf } from '../../limiters/priority.ts';
 import { telemetry } from '../../telemetry.ts';
+
 import { Decision } from './decision.ts';
 import {
   buildPolicy,
@@ -12,7 +13,11 @@ import {
   resolveOptions,
 } from './options.ts';
 import { type Answer, limitHeaders, rejection, setLimitHeaders } from './response.ts';
-import { type Result, RouteLimits } from './route.ts';
+import { RouteLimits } from './route.ts';
+import type { Result, RouteMetrics } from './route-metrics.ts';
+
+/** Whether metrics are recorded at all: adapters skip finding a route template nobody will see. */
+export { metricsRecorded } from '../../telemetry.ts';
 
 export { Decision };
 
@@ -90,6 +95,8 @@ export class RateLimiting {
    * when the client goes away or the request times out, which takes the request out of the queue at once.
    * A route on a Redis store is always decided asynchronously (one round trip); memory routes never wait for it.
    * A key function that throws makes this throw (or reject): nothing is charged.
+   * `metrics` are the route's attributes under its template (`route.metricsFor(template)`, found once where the
+   * adapter can) when the adapter knows the template: then every instrument carries `http.route`.
    */
   decide<C>(
     req: unknown,
@@ -97,6 +104,7 @@ export class RateLimiting {
     route: RouteLimits,
     signal: (context: C) => AbortSignal | undefined,
     context: C,
+    metrics: RouteMetrics = route.metrics,
   ): Decision | Promise<Decision> {
     if (route.unlimited) return new Decision(route, undefined, 'acquired');
     const skip = this.options.skip;
@@ -104,12 +112,12 @@ export class RateLimiting {
       const verdict = skip(req, res);
       if (isThenable(verdict)) {
         return Promise.resolve(verdict).then((skipped) =>
-          skipped ? skippedDecision(route) : this.#policySkip(req, res, route, signal, context),
+          skipped ? skippedDecision(route) : this.#policySkip(req, res, route, signal, context, metrics),
         );
       }
       if (verdict) return skippedDecision(route);
     }
-    return this.#policySkip(req, res, route, signal, context);
+    return this.#policySkip(req, res, route, signal, context, metrics);
   }
 
   // A request the route's policy skips is decided by the global limiter alone.
@@ -119,14 +127,19 @@ export class RateLimiting {
     route: RouteLimits,
     signal: (context: C) => AbortSignal | undefined,
     context: C,
+    metrics: RouteMetrics,
   ): Decision | Promise<Decision> {
     const skip = route.skip;
-    if (skip === undefined) return this.#keyed(req, res, route, signal, context);
+    if (skip === undefined) return this.#keyed(req, res, route, signal, context, metrics);
     const verdict = skip(req, res);
     const next = (skipped: unknown): Decision | Promise<Decision> => {
-      if (!skipped) return this.#keyed(req, res, route, signal, context);
+      if (!skipped) return this.#keyed(req, res, route, signal, context, metrics);
       const global = route.globalOnly ?? this.defaultRoute;
-      return global.unlimited ? skippedDecision(route) : this.#keyed(req, res, global, signal, context);
+      // Counted under the global limiter's policy, still on the request's route.
+      const labelled = global.metricsFor(metrics.template);
+      return global.unlimited
+        ? skippedDecision(route)
+        : this.#keyed(req, res, global, signal, context, labelled);
     };
     return isThenable(verdict) ? Promise.resolve(verdict).then(next) : next(verdict);
   }
@@ -137,11 +150,12 @@ export class RateLimiting {
     route: RouteLimits,
     signal: (context: C) => AbortSignal | undefined,
     context: C,
+    metrics: RouteMetrics,
   ): Decision | Promise<Decision> {
     // The request's class: synchronous, so a memory route stays synchronous; a number, so nothing is allocated.
     const priority = route.priority;
     const rank = priority === undefined ? undefined : rankOf(PRIORITY, priority(req, res));
-    if (!route.keyed) return this.#decideKeyed(undefined, route, signal, context, rank);
+    if (!route.keyed) return this.#decideKeyed(undefined, route, signal, context, rank, metrics);
     const lone = route.tryAcquireKey;
     const keyOfs = route.keyOfs;
     let keys: unknown[];
@@ -149,7 +163,7 @@ export class RateLimiting {
       // One partitioned limiter in memory, nothing to wait for: decided by its key, with no KeyedResource (the
       // lease carries the key for the header fields).
       const key = keyOfs[0]!(req);
-      if (typeof key === 'string') return this.#decided(route, lone(key, rank), undefined);
+      if (typeof key === 'string') return this.#decided(route, lone(key, rank), undefined, metrics);
       keys = [key];
     } else {
       keys = new Array(keyOfs.length);
@@ -164,7 +178,7 @@ export class RateLimiting {
     for (const key of keys) if (typeof key !== 'string' && isThenable(key)) pending = true;
     if (!pending) {
       const resource = new KeyedResource(route.members, keys as (string | undefined)[]);
-      return this.#decideKeyed(resource, route, signal, context, rank);
+      return this.#decideKeyed(resource, route, signal, context, rank, metrics);
     }
     return Promise.all(keys).then((awaited) =>
       this.#decideKeyed(
@@ -173,6 +187,7 @@ export class RateLimiting {
         signal,
         context,
         rank,
+        metrics,
       ),
     );
   }
@@ -183,17 +198,18 @@ export class RateLimiting {
     signal: (context: C) => AbortSignal | undefined,
     context: C,
     rank: number | undefined,
+    metrics: RouteMetrics,
   ): Decision | Promise<Decision> {
     // A Redis store has no classes: `rank` is not sent.
     const remote = route.remote;
     if (remote !== undefined && (!route.mayQueue || this.options.dryRun)) {
-      return remote.tryAcquire(resource).then((lease) => this.#decided(route, lease, resource));
+      return remote.tryAcquire(resource).then((lease) => this.#decided(route, lease, resource, metrics));
     }
     if (!route.mayQueue || this.options.dryRun) {
-      return this.#decided(route, route.tryAcquire(resource, rank), resource);
+      return this.#decided(route, route.tryAcquire(resource, rank), resource, metrics);
     }
     const instruments = telemetry();
-    const attributes = route.policyAttributes;
+    const attributes = metrics.held;
     const started = performance.now();
     instruments.queuedRequests.add(1, attributes);
     let waiting: Promise<Lease>;
@@ -207,11 +223,11 @@ export class RateLimiting {
     return waiting.then(
       (lease) => {
         instruments.queuedRequests.add(-1, attributes);
-        const decision = this.#decided(route, lease, resource);
+        const decision = this.#decided(route, lease, resource, metrics);
         // In seconds, by the result the wait ended with (a full queue rejects through here too).
         instruments.timeInQueue.record(
           (performance.now() - started) / 1000,
-          route.attributes[decision.result],
+          metrics.results[decision.result],
         );
         return decision;
       },
@@ -219,14 +235,19 @@ export class RateLimiting {
         instruments.queuedRequests.add(-1, attributes);
         // Only our own signal cancels; anything else is a failure the framework should see.
         if (abort === undefined || !abort.aborted || error !== abort.reason) throw error;
-        instruments.timeInQueue.record((performance.now() - started) / 1000, route.attributes.canceled);
-        instruments.requests.add(1, route.attributes.canceled);
-        return new Decision(route, undefined, 'canceled', resource);
+        instruments.timeInQueue.record((performance.now() - started) / 1000, metrics.results.canceled);
+        instruments.requests.add(1, metrics.results.canceled);
+        return new Decision(route, undefined, 'canceled', resource, metrics);
       },
     );
   }
 
-  #decided(route: RouteLimits, lease: Lease, resource: KeyedResource | undefined): Decision {
+  #decided(
+    route: RouteLimits,
+    lease: Lease,
+    resource: KeyedResource | undefined,
+    metrics: RouteMetrics,
+  ): Decision {
     let result: Result;
     // Only a route on a Redis store can be answered by its onUnavailable (granted or not).
     if (route.remote?.isFallback(lease)) result = 'store_unavailable';
@@ -236,13 +257,13 @@ export class RateLimiting {
       const index = route.members.indexOf(lease.source as never);
       result = index >= 0 && route.isGlobal(index) ? 'global_limiter' : 'endpoint_limiter';
     }
-    const attributes = this.options.dryRun ? route.dryRunAttributes : route.attributes;
+    const attributes = this.options.dryRun ? metrics.dryRun : metrics.results;
     telemetry().requests.add(1, attributes[result]);
     if (route.partitioned.length > 0) countPartitions(route);
-    const decision = new Decision(route, lease, result, resource);
+    const decision = new Decision(route, lease, result, resource, metrics);
     if (lease.granted && holdsPermits(lease)) {
       decision.heldSince = performance.now();
-      telemetry().activeLeases.add(1, route.policyAttributes);
+      telemetry().activeLeases.add(1, metrics.held);
     }
     return decision;
   }
@@ -254,7 +275,7 @@ export class RateLimiting {
    */
   release(decision: Decision, outcome?: ReleaseOutcome): void {
     if (decision.heldSince < 0) return;
-    const attributes = decision.route.policyAttributes;
+    const attributes = decision.metrics.held;
     telemetry().leaseDuration.record((performance.now() - decision.heldSince) / 1000, attributes);
     telemetry().activeLeases.add(-1, attributes);
     decision.heldSince = -1;

@@ -26,4 +26,5 @@ export type {
   RejectingLimiter,
   RouteLimit,
 } from './options.ts';
-export type { Result, RouteLimits } from './route.ts';
+export type { RouteLimits } from './route.ts';
+export type { Result, RouteMetrics } from './route-metrics.ts';

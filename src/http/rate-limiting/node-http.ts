@@ -4,6 +4,7 @@ import { type Decision, outcomeOfStatus, type RateLimiting } from './engine.ts';
 import type { RateLimitInfo } from './info.ts';
 import type { Answer } from './response.ts';
 import type { RouteLimits } from './route.ts';
+import type { RouteMetrics } from './route-metrics.ts';
 
 /**
  * node `IncomingMessage` plumbing shared by the node:http, Express and Fastify adapters: the disconnect signal for
@@ -97,8 +98,9 @@ export function decideAndContinue(
   req: IncomingMessage,
   res: ServerResponse,
   next: (error?: unknown) => void,
+  metrics?: RouteMetrics,
 ): void {
-  decideOnNode(engine, route, req, res, res, plainAnswers, next);
+  decideOnNode(engine, route, req, res, res, plainAnswers, next, metrics);
 }
 
 /**
@@ -116,10 +118,12 @@ export function decideOnNode<Req, Res>(
   res: ServerResponse,
   answers: NodeAnswers<Res>,
   next: (error?: unknown) => void,
+  /** The route's metric attributes under its template, when the adapter knows it. */
+  metrics?: RouteMetrics,
 ): void {
   let decision: Decision | Promise<Decision>;
   try {
-    decision = engine.decide(request, response, route, responseSignal, res);
+    decision = engine.decide(request, response, route, responseSignal, res, metrics);
   } catch (error) {
     next(error);
     return;

@@ -3,7 +3,6 @@ import { ChainLimiter } from '../../limiters/chain.ts';
 import type { Lease } from '../../limiters/lease.ts';
 import { PartitionedLimiter } from '../../limiters/partitioned.ts';
 import { RateLimiter } from '../../limiters/rate-limiter.ts';
-import type { Attributes } from '../../telemetry.ts';
 import { MemberInfo } from './member-info.ts';
 import {
   GLOBAL,
@@ -14,28 +13,14 @@ import {
   type RefundRule,
   type RequestHook,
 } from './options.ts';
+import { RouteMetrics } from './route-metrics.ts';
 import { checkOneStore, isRemote, type RemoteDecider, remoteDecider } from './stores.ts';
+
+/** How many route templates one route setting labels its metrics with (the rest go without `http.route`). */
+export const MAX_TEMPLATES = 1000;
 
 // biome-ignore lint/suspicious/noExplicitAny: see HttpLimiter
 type MemoryMember = RateLimiter | PartitionedLimiter<any>;
-
-/** The metric results of one decision (behaviour.md §4). */
-export type Result =
-  | 'acquired'
-  | 'global_limiter'
-  | 'endpoint_limiter'
-  | 'queue_full'
-  | 'canceled'
-  | 'store_unavailable';
-
-const RESULTS: readonly Result[] = [
-  'acquired',
-  'global_limiter',
-  'endpoint_limiter',
-  'queue_full',
-  'canceled',
-  'store_unavailable',
-];
 
 /**
  * What one route is limited by, computed once when the route is declared: the global limiter and the route's
@@ -56,11 +41,9 @@ export class RouteLimits {
   readonly mayQueue: boolean;
   /** The policy name for metrics and `onRejected`: the route's policy, or `'global'`. */
   readonly metricPolicy: string;
-  /** Metric attributes per result, allocated once. */
-  readonly attributes: Readonly<Record<Result, Attributes>>;
-  /** The attributes of the instruments that have no result (queued, active, lease duration): `{ policy }`. */
-  readonly policyAttributes: Attributes;
-  readonly dryRunAttributes: Readonly<Record<Result, Attributes>>;
+  /** The metric attributes of requests whose route template is not known, allocated once. */
+  readonly metrics: RouteMetrics;
+  readonly #byTemplate = new Map<string, RouteMetrics>();
   readonly onRejected: OnRejected | undefined;
   /**
    * Each member's key function (undefined for a plain limiter), called once per request by the engine, which
@@ -127,15 +110,7 @@ export class RouteLimits {
     this.onRejected = policy?.onRejected ?? fallbackOnRejected;
     this.skip = policy?.skip;
     this.mayQueue = members.some(mayQueue);
-    const attributes = {} as Record<Result, Attributes>;
-    const dryRunAttributes = {} as Record<Result, Attributes>;
-    for (const result of RESULTS) {
-      attributes[result] = { policy: this.metricPolicy, result };
-      dryRunAttributes[result] = { policy: this.metricPolicy, result, dry_run: true };
-    }
-    this.attributes = attributes;
-    this.policyAttributes = { policy: this.metricPolicy };
-    this.dryRunAttributes = dryRunAttributes;
+    this.metrics = new RouteMetrics(this.metricPolicy, undefined);
 
     this.keyOfs = this.infos.map((info) => info.keyOf as ((req: unknown) => unknown) | undefined);
     this.keyed = this.keyOfs.some((keyOf) => keyOf !== undefined);
@@ -182,6 +157,23 @@ export class RouteLimits {
       }
     }
     this.tryAcquireKey = lone;
+  }
+
+  /**
+   * The metric attributes of this route setting under a route template (`http.route`), made once per template:
+   * adapters that know the template when a route is declared ask here then; one that learns it per request
+   * (several routes sharing this setting) asks per request and gets the same object. Past
+   * {@link MAX_TEMPLATES} templates (a router mounted on a parameter gives raw prefixes), the rest go unlabelled.
+   */
+  metricsFor(template: string | undefined): RouteMetrics {
+    if (template === undefined) return this.metrics;
+    let metrics = this.#byTemplate.get(template);
+    if (metrics === undefined) {
+      if (this.#byTemplate.size >= MAX_TEMPLATES) return this.metrics;
+      metrics = new RouteMetrics(this.metricPolicy, template);
+      this.#byTemplate.set(template, metrics);
+    }
+    return metrics;
   }
 
   /** Whether nothing limits this route (disabled, or no global limiter and no policy). */
