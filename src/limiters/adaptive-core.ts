@@ -1,7 +1,7 @@
 import type { AdaptiveConcurrency } from '../algorithms/adaptive-concurrency.ts';
 import type { Limit } from '../algorithms/limits/limit.ts';
 import { type Attributes, telemetry } from '../telemetry.ts';
-import { type CoreOptions, type CoreWaiter, LimiterCore, newWaiter, settle } from './core.ts';
+import { type CoreOptions, type CoreWaiter, LimiterCore, listenForAbort, newWaiter, settle } from './core.ts';
 import type { EventLoopMonitor } from './event-loop.ts';
 import { HeldLease, Lease, type RejectionReason, type ReleaseOutcome } from './lease.ts';
 import { CRITICAL_RANK, className, DEFAULT_RANK, type PriorityClasses } from './priority.ts';
@@ -248,18 +248,7 @@ export class AdaptiveCore extends LimiterCore {
     state.waiting++;
     this.queuedPermits += waiter.permits;
     this.waiting++;
-    if (waiter.signal && !waiter.onAbort) {
-      const signal = waiter.signal;
-      waiter.onAbort = () => {
-        const current = waiter.queue as WaitQueue<CoreWaiter> | undefined;
-        if (!current) return;
-        const owner = current.owner as LimiterCore;
-        owner.unqueue(current, waiter);
-        waiter.reject(signal.reason);
-        owner.drain(current.slot, owner.options.clock.now());
-      };
-      signal.addEventListener('abort', waiter.onAbort, { once: true });
-    }
+    listenForAbort(waiter);
     this.armSlot(slot, state, now);
     return true;
   }

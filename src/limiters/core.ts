@@ -267,19 +267,7 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     queue.push(waiter);
     this.queuedPermits += waiter.permits;
     this.waiting++;
-    if (waiter.signal && !waiter.onAbort) {
-      const signal = waiter.signal;
-      waiter.onAbort = () => {
-        const current = waiter.queue as WaitQueue<CoreWaiter> | undefined;
-        if (!current) return;
-        const owner = current.owner as LimiterCore;
-        owner.unqueue(current, waiter);
-        waiter.reject(signal.reason);
-        // The waiter may have blocked the head of the line.
-        owner.drain(current.slot, owner.options.clock.now());
-      };
-      signal.addEventListener('abort', waiter.onAbort, { once: true });
-    }
+    listenForAbort(waiter);
     this.arm(now);
     return true;
   }
@@ -392,4 +380,23 @@ export function settle(waiter: CoreWaiter): void {
 
 function nanToUndefined(value: number): number | undefined {
   return Number.isNaN(value) ? undefined : value;
+}
+
+/**
+ * Takes `waiter` out of whichever queue holds it when its signal aborts (a chain may have moved it to another
+ * core's queue), rejects it with the signal's reason, and serves that queue: the waiter may have blocked the head
+ * of the line. Listens once per waiter.
+ */
+export function listenForAbort(waiter: CoreWaiter): void {
+  if (!waiter.signal || waiter.onAbort) return;
+  const signal = waiter.signal;
+  waiter.onAbort = () => {
+    const current = waiter.queue as WaitQueue<CoreWaiter> | undefined;
+    if (!current) return;
+    const owner = current.owner as LimiterCore;
+    owner.unqueue(current, waiter);
+    waiter.reject(signal.reason);
+    owner.drain(current.slot, owner.options.clock.now());
+  };
+  signal.addEventListener('abort', waiter.onAbort, { once: true });
 }
