@@ -166,6 +166,11 @@ export class Dispatcher {
     this.queue.push(call);
     this.outstanding += requests.length;
     if (!this.expiring) this.timer ??= setTimeout(this.sweep, this.timeoutMs);
+    this.run(call, argv);
+  }
+
+  /** Sends `call` as `argv`; its answer or failure comes back to `answered` / `broke`. */
+  private run(call: Call, argv: { numKeys: number; args: string[] }): void {
     // Callbacks written inline: a named one would be renamed on every call where esbuild keeps names (tsx).
     try {
       this.runner.run(
@@ -203,18 +208,7 @@ export class Dispatcher {
   /** Runs the lone request of `call` again (it was refused with TRYAGAIN). */
   private retryLone(call: Call): void {
     if (call.settled) return;
-    const argv = encode(call.requests);
-    try {
-      this.runner.run(
-        DECIDE_SCRIPT,
-        argv.numKeys,
-        argv.args,
-        (reply) => this.answered(call, reply),
-        (cause) => this.broke(call, cause),
-      );
-    } catch (cause) {
-      this.broke(call, cause);
-    }
+    this.run(call, encode(call.requests));
   }
 
   /** Sends request `i` of a split call on its own (again, after a TRYAGAIN, until the call's deadline). */
