@@ -6,15 +6,19 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
+import Router from '@koa/router';
 import express5 from 'express';
 import Fastify from 'fastify';
 import { Hono, type MiddlewareHandler } from 'hono';
+import Koa from 'koa';
 import { rateLimiting as expressLimiting } from '../../src/adapters/express/rate-limiting.ts';
 import { requestTimeouts as expressTimeouts } from '../../src/adapters/express/timeouts.ts';
 import { rateLimiting as fastifyLimiting } from '../../src/adapters/fastify/rate-limiting.ts';
 import { requestTimeouts as fastifyTimeouts } from '../../src/adapters/fastify/timeouts.ts';
 import { rateLimiting as honoLimiting } from '../../src/adapters/hono/rate-limiting.ts';
 import { requestTimeouts as honoTimeouts } from '../../src/adapters/hono/timeouts.ts';
+import { rateLimiting as koaLimiting } from '../../src/adapters/koa/rate-limiting.ts';
+import { requestTimeouts as koaTimeouts } from '../../src/adapters/koa/timeouts.ts';
 import { rateLimiting as nodeLimiting } from '../../src/adapters/node/rate-limiting.ts';
 import { requestTimeouts as nodeTimeouts } from '../../src/adapters/node/timeouts.ts';
 import type { RateLimitingOptions } from '../../src/http/rate-limiting/options.ts';
@@ -51,8 +55,8 @@ export interface Stack {
   close(): Promise<void>;
 }
 
-export type StackAdapter = 'node' | 'express5' | 'express4' | 'fastify' | 'hono';
-export const STACK_ADAPTERS: StackAdapter[] = ['node', 'express5', 'express4', 'fastify', 'hono'];
+export type StackAdapter = 'node' | 'express5' | 'express4' | 'fastify' | 'hono' | 'koa';
+export const STACK_ADAPTERS: StackAdapter[] = ['node', 'express5', 'express4', 'fastify', 'hono', 'koa'];
 
 async function listen(server: http.Server, errors: unknown[]): Promise<Stack> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -178,6 +182,29 @@ async function hono(spec: StackSpec): Promise<Stack> {
   return stackOn(server, errors);
 }
 
+async function koa(spec: StackSpec): Promise<Stack> {
+  const errors: unknown[] = [];
+  const app = new Koa();
+  app.on('error', (error: unknown) => errors.push(error));
+  const timeouts = spec.timeouts ? koaTimeouts(spec.timeouts) : undefined;
+  const limiter = koaLimiting(spec.limits);
+  if (timeouts) app.use(timeouts);
+  app.use(limiter);
+  const router = new Router();
+  for (const route of spec.routes) {
+    const timeoutMarker = timeouts && route.timeout !== undefined ? [timeouts.route(route.timeout)] : [];
+    const limitMarker = route.limit ? [limiter.requirePolicy(route.limit)] : [];
+    const chain: Koa.Middleware[] = route.timeoutLast
+      ? [...limitMarker, ...timeoutMarker]
+      : [...timeoutMarker, ...limitMarker];
+    router.get(route.path, ...(chain as never[]), async (ctx) => {
+      ctx.body = await route.handler(requestTimeoutOf(ctx.req)?.signal);
+    });
+  }
+  app.use(router.routes());
+  return listen(http.createServer(app.callback()), errors);
+}
+
 export function startStack(adapter: StackAdapter, spec: StackSpec): Promise<Stack> {
   switch (adapter) {
     case 'node':
@@ -190,6 +217,8 @@ export function startStack(adapter: StackAdapter, spec: StackSpec): Promise<Stac
       return fastify(spec);
     case 'hono':
       return hono(spec);
+    case 'koa':
+      return koa(spec);
   }
 }
 
