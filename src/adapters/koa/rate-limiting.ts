@@ -7,6 +7,7 @@ import type { RateLimitingOptions, RejectedContext, RouteLimit } from '../../htt
 import type { Answer } from '../../http/rate-limiting/response.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
 import type { RouteMetrics } from '../../http/rate-limiting/route-metrics.ts';
+import { timeoutGaveUp } from '../../http/timeouts/registry.ts';
 import { findMarker, kMarker, type Marked, markerIn } from './route-lookahead.ts';
 
 export type {
@@ -154,8 +155,11 @@ export function rateLimiting<State, Custom>(
   };
 
   const decided = (decision: Decision, ctx: Ctx, next: Next): Promise<unknown> => {
-    // The client left the queue (or the request timed out, and requestTimeouts() answered): nothing to send.
-    if (decision.result === 'canceled') return Promise.resolve();
+    if (decision.result === 'canceled') {
+      // Left the queue at its deadline (or the client left): the timeout answers now, without a handler's grace.
+      timeoutGaveUp(ctx.req);
+      return Promise.resolve();
+    }
     if (decision.lease !== undefined) ctx.state.rateLimit = decision; // the decision is its own RateLimitInfo
     if (decision.lease !== undefined && !decision.lease.granted) {
       const done = rejected(decision, ctx);

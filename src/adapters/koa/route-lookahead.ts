@@ -38,6 +38,20 @@ interface ContextLike {
  * undefined for none (the global limiter).
  */
 export function findMarker(ctx: ContextLike, engine: RateLimiting): RouterLayer | undefined {
+  const layers = matchedLayers(ctx);
+  if (layers === undefined) return undefined;
+  for (const layer of layers) {
+    if (markerIn(layer, engine) !== undefined) return layer;
+  }
+  return undefined;
+}
+
+/**
+ * The layers of the route `ctx` will reach, in the order the router runs them: those of the first router mounted
+ * on the app that has a matching route (the one that answers, unless its handler calls next()); undefined for
+ * none. Rate-limiting and timeout markers are both found through it.
+ */
+export function matchedLayers(ctx: ContextLike): readonly RouterLayer[] | undefined {
   const stack = ctx.app?.middleware;
   if (!Array.isArray(stack)) return undefined;
   for (const fn of stack) {
@@ -53,11 +67,8 @@ export function findMarker(ctx: ContextLike, engine: RateLimiting): RouterLayer 
     }
     // A router that matches no route runs none of its layers: the next router (or nothing) handles the request.
     if (!matched.route) continue;
-    for (const layer of matched.pathAndMethod) {
-      if (markerIn(layer, engine) !== undefined) return layer;
-    }
     // The first router with a matching route is the one that answers (unless its handler calls next()).
-    return undefined;
+    return matched.pathAndMethod;
   }
   return undefined;
 }

@@ -6,7 +6,8 @@ import { answerResponse, watchResponse } from '../../http/timeouts/node-response
 import type { RequestTimeoutsOptions } from '../../http/timeouts/options.ts';
 import { isAbortReason } from '../../http/timeouts/reasons.ts';
 import { attachRequestTimeout, requestTimeoutOf } from '../../http/timeouts/registry.ts';
-import type { RouteTimeout } from '../../http/timeouts/route.ts';
+import type { RouteTimeout, TimeoutRouteSetting } from '../../http/timeouts/route.ts';
+import { matchedLayers } from './route-lookahead.ts';
 
 export type { RequestTimeout } from '../../http/timeouts/context.ts';
 export type { RouteTimeout, TimeoutPolicyOptions } from '../../http/timeouts/index.ts';
@@ -109,6 +110,7 @@ const adapter: TimeoutAdapter = {
  */
 export function requestTimeouts(options?: RequestTimeoutsOptions): KoaTimeouts {
   const engine = new RequestTimeouts(options);
+  let markers = 0;
 
   // Not an async function: one promise per request, settled by the chain or by the deadline, whichever is first.
   const middleware = (ctx: Ctx, next: Next): Promise<void> => {
@@ -124,6 +126,12 @@ export function requestTimeouts(options?: RequestTimeoutsOptions): KoaTimeouts {
     attachRequestTimeout(ctx, context);
     ctx.state.requestTimeout = context;
     watchResponse(ctx.res, context);
+    // The route's own timeout applies from here, not from its marker: a rate limiter between the two may queue
+    // the request, and queue plus handler must stay within the route's budget.
+    if (markers > 0) {
+      const setting = routeSetting(ctx, engine);
+      if (setting !== undefined) context.apply(setting);
+    }
     return new Promise<void>((resolve, reject) => {
       state.resolve = resolve;
       state.reject = reject;
@@ -142,6 +150,7 @@ export function requestTimeouts(options?: RequestTimeoutsOptions): KoaTimeouts {
 
   const route = (value: RouteTimeout): Middleware => {
     const setting = engine.route(value, 'timeouts.route()');
+    markers++;
     const handle = (ctx: Ctx, next: Next): Promise<unknown> => {
       const context = requestTimeoutOf(ctx.req) as RequestTimeoutContext | undefined;
       if (context?.engine !== engine) {
@@ -153,8 +162,26 @@ export function requestTimeouts(options?: RequestTimeoutsOptions): KoaTimeouts {
       context.apply(setting);
       return next();
     };
+    (handle as TimeoutMarked)[kTimeoutMarker] = { engine, setting };
     return handle as unknown as Middleware;
   };
 
   return Object.assign(middleware, { route, engine }) as unknown as KoaTimeouts;
+}
+
+const kTimeoutMarker = Symbol('floodgate.koaTimeoutMarker');
+type TimeoutMarked = { [kTimeoutMarker]?: { engine: RequestTimeouts; setting: TimeoutRouteSetting } };
+
+/** The setting of `engine`'s timeout marker on the route `ctx` will reach, if it has one. */
+function routeSetting(ctx: Ctx, engine: RequestTimeouts): TimeoutRouteSetting | undefined {
+  const layers = matchedLayers(ctx as never);
+  if (layers === undefined) return undefined;
+  for (const layer of layers) {
+    if (!Array.isArray(layer.stack)) continue;
+    for (const handle of layer.stack) {
+      const marker = (handle as TimeoutMarked | null)?.[kTimeoutMarker];
+      if (marker !== undefined && marker.engine === engine) return marker.setting;
+    }
+  }
+  return undefined;
 }
