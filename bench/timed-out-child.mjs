@@ -1,0 +1,121 @@
+/**
+ * The measured process of `bench:timed-out` (bench/timed-out-instructions.bench.ts): one Express app behind
+ * floodgate's timeouts middleware, taking bursts of requests on command from its parent. Plain JavaScript, run
+ * without tsx: tsx's loader hooks live on a thread of their own in Node 20, whose work callgrind counted with the
+ * requests (up to 10 000 instructions per request in one child and none in the other).
+ *
+ *   node bench/timed-out-child.mjs <in-time|timed-out> <burst> <late ms>
+ *
+ * stdin: `go` (a burst; answers `done <CPU µs per request> <statuses>`), `gc` (a full collection; answers `gc`),
+ * `exit`. Requests go to the app's request listener directly (`inject`, as bench/http-runner.ts does it): a real
+ * `IncomingMessage`/`ServerResponse` on a socket that discards what is written.
+ */
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import { createInterface } from 'node:readline';
+import { Duplex } from 'node:stream';
+
+const DEADLINE_MS = 20;
+const IN_TIME_MS = 10_000;
+const [kind, burstArg, lateArg] = process.argv.slice(2);
+const BURST = Number(burstArg);
+const LATE_MS = Number(lateArg);
+
+const express = createRequire(import.meta.url)('express');
+const floodgate = await import(new URL('../dist/adapters/express/index.js', import.meta.url).href);
+
+let wrote = 0;
+const app = express();
+app.use(floodgate.requestTimeouts({ default: kind === 'in-time' ? IN_TIME_MS : DEADLINE_MS }));
+// Every handler writes at LATE_MS: after the 504 when timed out (the write is dropped), well within the deadline
+// otherwise. Requests live equally long either way, so the garbage collector does not tell them apart.
+app.get('/', (_req, res) => {
+  setTimeout(() => {
+    res.send('late or not');
+    wrote++;
+  }, LATE_MS);
+});
+const listener = http.createServer(app).listeners('request')[0];
+
+class Sink extends Duplex {
+  remoteAddress = '127.0.0.1';
+  remotePort = 50_000;
+  encrypted = false;
+  _read() {}
+  _write(_chunk, _encoding, callback) {
+    callback();
+  }
+  _writev(_chunks, callback) {
+    callback();
+  }
+  setTimeout() {
+    return this;
+  }
+  setNoDelay() {
+    return this;
+  }
+}
+
+function inject(finished) {
+  const socket = new Sink({ decodeStrings: false });
+  const req = new http.IncomingMessage(socket);
+  req.method = 'GET';
+  req.url = '/';
+  req.headers = { host: '127.0.0.1', accept: '*/*' };
+  req.rawHeaders = ['Host', '127.0.0.1', 'Accept', '*/*'];
+  req.httpVersion = '1.1';
+  req.httpVersionMajor = 1;
+  req.httpVersionMinor = 1;
+  req.complete = true;
+  req.push(null);
+  const res = new http.ServerResponse(req);
+  res.assignSocket(socket);
+  res.once('finish', () => {
+    finished(res.statusCode);
+    res.detachSocket(socket);
+    // What node's server does after 'finish' (emitCloseNT): the timeout's deadline entry waits for 'close'.
+    process.nextTick(emitClose, res);
+  });
+  listener(req, res);
+}
+
+function emitClose(res) {
+  if (res._closed) return;
+  res.destroyed = true;
+  res._closed = true;
+  res.emit('close');
+}
+
+async function burst() {
+  const seen = new Map();
+  let finished = 0;
+  wrote = 0;
+  const done = (status) => {
+    seen.set(status, (seen.get(status) ?? 0) + 1);
+    finished++;
+  };
+  const start = process.cpuUsage();
+  // In batches of 100, as a server reads them, yielding between batches.
+  for (let i = 0; i < BURST; i += 100) {
+    for (let j = i; j < Math.min(BURST, i + 100); j++) inject(done);
+    await new Promise(setImmediate);
+  }
+  // Until every response finished and every handler's write came.
+  while (finished < BURST || wrote < BURST) await new Promise((resolve) => setTimeout(resolve, 50));
+  await new Promise(setImmediate);
+  const used = process.cpuUsage(start);
+  const statuses = [...seen].map(([status, n]) => `${status}×${n}`).join(' ');
+  return `done ${(used.user + used.system) / BURST} ${statuses}`;
+}
+
+const lines = createInterface({ input: process.stdin });
+console.log('ready');
+for await (const line of lines) {
+  if (line === 'exit') break;
+  if (line === 'gc') {
+    globalThis.gc?.();
+    console.log('gc');
+  } else console.log(await burst());
+}
+lines.close();
+process.exit(0);
