@@ -3,22 +3,24 @@
  * other load on the machine can move — CPU time on this VM could not resolve it (−3 to +31 µs over eight runs).
  *
  *   npm run bench:timed-out
- *   RUNS=3 BURST=500 WARM=8 MEASURE=9 LATE_MS=3000 NATIVE=9 V8_FLAGS='--single-threaded --no-memory-reducer'
- *   (the defaults)
+ *   RUNS=3 BURST=500 BATCH=20 WARM=8 MEASURE=9 LATE_MS=3000 NATIVE=9
+ *   V8_FLAGS='--single-threaded --no-memory-reducer' (the defaults)
  *
  * Each run starts one child per kind (`in-time`: a 10 s deadline; `timed-out`: a 20 ms one) side by side under
  * `valgrind --tool=callgrind` (instruction counts do not depend on what else runs). The child
  * (bench/timed-out-child.mjs, plain JavaScript: tsx's loader thread would be counted too) is the Express app of
  * `bench:timeouts`'s timed-out table: every handler writes at LATE_MS, after the 504 when timed out, so the write
  * is dropped (3 s rather than 200 ms: under valgrind a burst outlasts 200 ms). It takes WARM bursts of BURST
- * requests to reach optimised code, then MEASURE bursts, each counted on its own: a full garbage collection,
- * `callgrind_control --zero`, the burst (until every response finished and every handler's write came),
- * `--dump`. A kind's figure is the median of its bursts. Earlier versions counted six bursts as one and gave
+ * requests (injected BATCH at a time) to reach optimised code, then MEASURE bursts, each counted on its own: a
+ * full garbage collection, `callgrind_control --zero`, the burst (until every response finished and every
+ * handler's write came), `--dump`. A kind's figure is the median of its bursts. Earlier versions counted six bursts as one and gave
  * +64 000 to +147 000 instructions per request for the same code: a major collection, V8's compiler threads
  * or tsx's loader thread fell into the count or not. Now V8 runs single-threaded (its compiler and collector work
  * on the main thread, where it is counted in the burst that causes it), the memory reducer does not collect while
  * the child waits for its timers, and the median drops the burst that took a major collection. A timed-out burst
  * where any request got other than a 504 fails the run.
+ *
+ * `FLOODGATE_DIST=/path/to/dist` measures another build of floodgate (an older commit's, to compare).
  *
  * Instructions per µs come from the same child run natively with the same flags (CPU µs per request of its
  * in-time bursts, NATIVE of them after WARM), so the difference reads in µs. That rate moves with the machine's
@@ -33,6 +35,7 @@ import { median } from './http-runner.ts';
 
 const LATE_MS = Number(process.env.LATE_MS ?? 3000);
 const BURST = Number(process.env.BURST ?? 500);
+const BATCH = Number(process.env.BATCH ?? 20);
 const V8_FLAGS = (process.env.V8_FLAGS ?? '--single-threaded --no-memory-reducer').split(' ').filter(Boolean);
 const CHILD = new URL('./timed-out-child.mjs', import.meta.url).pathname;
 
@@ -46,7 +49,16 @@ interface Running {
 }
 
 function start(kind: Kind, dir: string | undefined): Running {
-  const node = [process.execPath, '--expose-gc', ...V8_FLAGS, CHILD, kind, String(BURST), String(LATE_MS)];
+  const node = [
+    process.execPath,
+    '--expose-gc',
+    ...V8_FLAGS,
+    CHILD,
+    kind,
+    String(BURST),
+    String(LATE_MS),
+    String(BATCH),
+  ];
   const args =
     dir === undefined
       ? node
