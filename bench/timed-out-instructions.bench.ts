@@ -9,8 +9,9 @@
  * Each run starts one child per kind (`in-time`: a 10 s deadline; `timed-out`: a 20 ms one) side by side under
  * `valgrind --tool=callgrind` (instruction counts do not depend on what else runs). The child
  * (bench/timed-out-child.mjs, plain JavaScript: tsx's loader thread would be counted too) is the Express app of
- * `bench:timeouts`'s timed-out table: every handler writes at LATE_MS, after the 504 when timed out, so the write
- * is dropped (3 s rather than 200 ms: under valgrind a burst outlasts 200 ms). It takes WARM bursts of BURST
+ * `bench:timeouts`'s timed-out table: every handler writes LATE_MS after it ran (by `performance.now()`, not the
+ * event loop's clock), after the 504 when timed out, so the write is dropped (3 s rather than 200 ms: under
+ * valgrind a burst outlasts 200 ms). It takes WARM bursts of BURST
  * requests (injected BATCH at a time) to reach optimised code, then MEASURE bursts, each counted on its own: a
  * full garbage collection, `callgrind_control --zero`, the burst (until every response finished and every
  * handler's write came), `--dump`. A kind's figure is the median of its bursts. Earlier versions counted six bursts as one and gave
