@@ -25,6 +25,8 @@ interface MeterLike {
 
 interface Api {
   metrics: { getMeter(name: string, version?: string): MeterLike };
+  /** The meter the API hands out while no SDK is registered (a singleton; since @opentelemetry/api 1.3). */
+  createNoopMeter?(): MeterLike;
 }
 
 /**
@@ -83,37 +85,22 @@ export interface Instruments {
 let instruments: Instruments | undefined;
 
 /**
- * Whether measurements go anywhere (`@opentelemetry/api` is installed): adapters skip work that only feeds metric
- * attributes (the route template) when they do not.
+ * Whether measurements go anywhere (`@opentelemetry/api` is installed and an SDK was registered when floodgate
+ * first recorded): adapters skip work that only feeds metric attributes (the route template) when they do not.
  */
 export function metricsRecorded(): boolean {
   return telemetry().requests !== noop;
 }
 
-/** The instruments, created on first call (no-ops without `@opentelemetry/api`). */
+/** The instruments, created on first call (no-ops without `@opentelemetry/api`, or when no SDK is registered then). */
 export function telemetry(): Instruments {
   if (instruments) return instruments;
   const api = loadApi();
-  if (!api) {
-    instruments = {
-      requests: noop,
-      activeLeases: noop,
-      queuedRequests: noop,
-      timeInQueue: noop,
-      leaseDuration: noop,
-      partitions: noop,
-      requestTimeouts: noop,
-      handlerOverruns: noop,
-      overrunDuration: noop,
-      clientCalls: noop,
-      clientRetries: noop,
-      storeUnavailable: noop,
-      concurrencyLimit: noop,
-      concurrencyShed: noop,
-    };
-    return instruments;
-  }
+  if (!api) return noInstruments();
   const meter = api.metrics.getMeter('floodgate', METER_VERSION);
+  // No SDK registered: the API's meter records nothing. floodgate's own no-ops say so to metricsRecorded(), so
+  // that an application which has the API only because another dependency brought it pays for no attributes.
+  if (meter === api.createNoopMeter?.()) return noInstruments();
   const requests = { unit: '{request}' };
   const seconds = { unit: 's' };
   instruments = {
@@ -173,6 +160,27 @@ export function telemetry(): Instruments {
       ...requests,
       description: 'Requests shed by adaptive concurrency limiters, by class and reason',
     }),
+  };
+  return instruments;
+}
+
+/** Binds the instruments to floodgate's own no-ops, which {@link metricsRecorded} recognises. */
+function noInstruments(): Instruments {
+  instruments = {
+    requests: noop,
+    activeLeases: noop,
+    queuedRequests: noop,
+    timeInQueue: noop,
+    leaseDuration: noop,
+    partitions: noop,
+    requestTimeouts: noop,
+    handlerOverruns: noop,
+    overrunDuration: noop,
+    clientCalls: noop,
+    clientRetries: noop,
+    storeUnavailable: noop,
+    concurrencyLimit: noop,
+    concurrencyShed: noop,
   };
   return instruments;
 }

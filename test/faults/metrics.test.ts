@@ -11,7 +11,7 @@ import { RateLimiting } from '../../src/http/rate-limiting/engine.ts';
 import type { HttpRequest } from '../../src/http/request.ts';
 import { requestTimeouts } from '../../src/http/timeouts/engine.ts';
 import { concurrency } from '../../src/index.ts';
-import { METER_VERSION, resetTelemetry, telemetry } from '../../src/telemetry.ts';
+import { METER_VERSION, metricsRecorded, resetTelemetry, telemetry } from '../../src/telemetry.ts';
 
 type Options = { description?: string; unit?: string };
 let created: Array<{ kind: string; name: string; options: Options }>;
@@ -145,4 +145,19 @@ test('overrun_duration is in seconds, with http.route when the adapter knows the
     },
   ]);
   engine.unschedule(context);
+});
+
+test('with @opentelemetry/api installed but no SDK registered, nothing is recorded and metricsRecorded() says so', () => {
+  // What an application without metrics looks like when another dependency brought the API in: adapters then
+  // skip the work that only feeds metric attributes (Express's route lookahead for unmarked routes, Hono's
+  // matched routes).
+  metrics.disable();
+  resetTelemetry();
+  assert.equal(metricsRecorded(), false);
+  // Registered (before floodgate's first use): recorded.
+  const instrument = () => ({ add() {}, record() {} });
+  const meter = { createCounter: instrument, createUpDownCounter: instrument, createHistogram: instrument };
+  metrics.setGlobalMeterProvider({ getMeter: () => meter } as never);
+  resetTelemetry();
+  assert.equal(metricsRecorded(), true);
 });

@@ -1,10 +1,11 @@
 /**
  * `http.route` on the rate-limiting instruments, over real sockets: where the adapter knows the route's template
- * (Fastify's route url, Hono's matched route, Express and Koa when a marker decides), every instrument of a
+ * (Fastify's route url, Hono's matched route, Express's route looked up ahead, Koa when a marker decides), every instrument of a
  * request carries it; a request whose route is not known carries none. The meter is an in-memory one.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, test } from 'node:test';
 import { serve } from '@hono/node-server';
@@ -23,6 +24,8 @@ import { MAX_TEMPLATES } from '../../src/http/rate-limiting/route.ts';
 import { concurrency } from '../../src/index.ts';
 import { resetTelemetry } from '../../src/telemetry.ts';
 import { listen, type Running } from '../http-rate-limiting/apps.ts';
+
+const express4 = createRequire(import.meta.url)('express4') as typeof express;
 
 type Recorded = { name: string; value: number; attributes: Record<string, unknown> };
 let recorded: Recorded[];
@@ -189,36 +192,124 @@ test('Hono: a sub-app route carries its full path; a request no route matched ca
   ]);
 });
 
-test('Express: the app-level middleware labels a marked route by its path (mounted routers too)', async () => {
-  const app = express();
-  const limiter = expressRateLimiting(options());
-  app.use(limiter);
-  app.get('/users/:id', limiter.requirePolicy('q'), async (_req, res) => {
-    await gate.promise;
-    res.send('ok');
-  });
-  app.get('/plain/:x', (_req, res) => {
-    res.send('ok');
-  });
-  // The app-level middleware decides before Express has routed: an unmarked route's template is not known.
-  await queuedAndHeld(await listen(http.createServer(app)), undefined);
+const EXPRESSES = [
+  ['Express 5', express],
+  ['Express 4', express4],
+] as const;
 
-  recorded = [];
-  const mounted = express();
-  const routed = expressRateLimiting(options());
-  mounted.use(routed);
-  const api = express.Router();
-  api.get('/items/:id', routed.requirePolicy('q'), (_req, res) => {
+for (const [name, factory] of EXPRESSES) {
+  test(`${name}: the app-level middleware labels every route by its template, marked or not (mounted routers too)`, async () => {
+    const app = factory();
+    const limiter = expressRateLimiting(options());
+    app.use(limiter);
+    app.get('/users/:id', limiter.requirePolicy('q'), async (_req, res) => {
+      await gate.promise;
+      res.send('ok');
+    });
+    app.get('/plain/:x', (_req, res) => {
+      res.send('ok');
+    });
+    await queuedAndHeld(await listen(http.createServer(app)), '/plain/:x');
+
+    recorded = [];
+    const mounted = factory();
+    const routed = expressRateLimiting(options());
+    mounted.use(routed);
+    const api = factory.Router();
+    api.get('/items/:id', routed.requirePolicy('q'), (_req, res) => {
+      res.send('ok');
+    });
+    api.get('/other/:id', (_req, res) => {
+      res.send('ok');
+    });
+    mounted.use('/api', api);
+    const running = await listen(http.createServer(mounted));
+    try {
+      for (const path of ['/api/items/3', '/api/other/4', '/api/other/5?q=1']) {
+        const response = await fetch(`${running.url}${path}`);
+        assert.equal(response.status, 200, path);
+        await response.text();
+      }
+      const missing = await fetch(`${running.url}/nowhere`);
+      assert.equal(missing.status, 404);
+      await missing.text();
+    } finally {
+      await running.close();
+    }
+    assert.deepEqual(of('requests'), [
+      { policy: 'q', result: 'acquired', 'http.route': '/api/items/:id' },
+      { policy: 'global', result: 'acquired', 'http.route': '/api/other/:id' },
+      { policy: 'global', result: 'acquired', 'http.route': '/api/other/:id' },
+      // No route matched: no template to give.
+      { policy: 'global', result: 'acquired' },
+    ]);
+  });
+
+  test(`${name}: an app without any marker labels its routes too`, async () => {
+    const app = factory();
+    app.use(expressRateLimiting({ global: concurrency({ permitLimit: 10 }) }));
+    const api = factory.Router();
+    api.get('/items/:id', (_req, res) => {
+      res.send('ok');
+    });
+    app.use('/api', api);
+    app.post('/plain/:x', (_req, res) => {
+      res.send('ok');
+    });
+    const running = await listen(http.createServer(app));
+    try {
+      for (const [method, path, status] of [
+        ['GET', '/api/items/1', 200],
+        ['POST', '/plain/2', 200],
+        // A route of another method does not match: unlabelled, as Express answers it.
+        ['GET', '/plain/2', 404],
+      ] as const) {
+        const response = await fetch(`${running.url}${path}`, { method });
+        assert.equal(response.status, status, `${method} ${path}`);
+        await response.text();
+      }
+      await waitFor('every lease is back', () => of('lease_duration').length === 3);
+    } finally {
+      await running.close();
+    }
+    const items = { policy: 'global', 'http.route': '/api/items/:id' };
+    const plain = { policy: 'global', 'http.route': '/plain/:x' };
+    assert.deepEqual(of('requests'), [
+      { ...items, result: 'acquired' },
+      { ...plain, result: 'acquired' },
+      { policy: 'global', result: 'acquired' },
+    ]);
+    assert.deepEqual(of('lease_duration'), [items, plain, { policy: 'global' }]);
+  });
+}
+
+// The bound is the engine's (MAX_TEMPLATES per route setting), reached the same way on Express 4 and 5.
+test('Express: a router mounted on a parameter labels only so many distinct routes (the rest unlabelled)', async () => {
+  const app = express();
+  app.use(expressRateLimiting({ global: concurrency({ permitLimit: 100 }) }));
+  const tenant = express.Router();
+  tenant.get('/items', (_req, res) => {
     res.send('ok');
   });
-  mounted.use('/api', api);
-  const running = await listen(http.createServer(mounted));
+  // Express reports the mount point as matched (`req.baseUrl` is `/t/7`): one template per tenant.
+  app.use('/t/:tenant', tenant);
+  const running = await listen(http.createServer(app));
+  const total = MAX_TEMPLATES + 20;
   try {
-    assert.equal((await fetch(`${running.url}/api/items/3`)).status, 200);
+    for (let i = 0; i < total; i += 50) {
+      const batch = [];
+      for (let j = i; j < Math.min(total, i + 50); j++) {
+        batch.push(fetch(`${running.url}/t/${j}/items`).then((r) => r.text().then(() => r.status)));
+      }
+      assert.deepEqual(new Set(await Promise.all(batch)), new Set([200]));
+    }
   } finally {
     await running.close();
   }
-  assert.deepEqual(of('requests'), [{ policy: 'q', result: 'acquired', 'http.route': '/api/items/:id' }]);
+  const routes = of('requests').map((a) => a['http.route']);
+  assert.equal(routes.length, total);
+  assert.equal(new Set(routes.filter((r) => r !== undefined)).size, MAX_TEMPLATES);
+  assert.equal(routes.filter((r) => r === undefined).length, total - MAX_TEMPLATES);
 });
 
 test('Express: a marker that decides by itself (no app-level middleware) labels the route too', async () => {

@@ -6,6 +6,7 @@ import { decideAndContinue } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
 import type { RouteMetrics } from '../../http/rate-limiting/route-metrics.ts';
+import { metricsRecorded } from '../../telemetry.ts';
 import { CONFLICTING, conflictOnRoute, findMarker, kMarker, type Marked } from './route-lookahead.ts';
 import type { ExpressMiddleware } from './timeouts.ts';
 
@@ -106,7 +107,8 @@ export function rateLimiting(options?: ExpressRateLimitingOptions): ExpressRateL
       next();
       return;
     }
-    if (markers > 0) {
+    // Without markers the route ahead is looked up only to label the metrics (`http.route`).
+    if (markers > 0 || metricsRecorded()) {
       const marker = findMarker(req, engine);
       if (marker === CONFLICTING) {
         next(conflict());

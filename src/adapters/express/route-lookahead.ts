@@ -50,18 +50,22 @@ const caches = new WeakMap<object, WeakMap<object, Cache<unknown>>>();
 export const CONFLICTING: unique symbol = Symbol('floodgate.conflictingMarkers');
 
 /**
- * The limits of the marker on the route `req` will reach, undefined for none (the global limiter), or
- * {@link CONFLICTING} when the route has two markers of this engine that disagree (found before anything is
- * decided, so that the request floodgate fails is not charged).
+ * The limits of the marker on the route `req` will reach; for a route without one, the global limiter's under
+ * the route's template (so that its metrics carry `http.route` too); undefined when no route with a template
+ * matches (the global limiter, unlabelled); or {@link CONFLICTING} when the route has two markers of this engine
+ * that disagree (found before anything is decided, so that the request floodgate fails is not charged).
  */
 export function findMarker(
   req: IncomingMessage,
   engine: RateLimiting,
 ): FoundMarker | typeof CONFLICTING | undefined {
-  return lookAhead(req, engine, foundOf, agree);
+  return lookAhead(req, engine, foundOf, agree, unmarkedOf);
 }
 
-/** A marker found ahead: its limits and their metric attributes under its route's template (`http.route`). */
+/**
+ * What decides the route ahead (a marker's limits, or the global limiter's on a route without one) and the
+ * metric attributes under the route's template (`http.route`).
+ */
 export interface FoundMarker {
   readonly route: RouteLimits;
   readonly metrics: RouteMetrics;
@@ -75,6 +79,14 @@ function foundOf(
 ): FoundMarker | undefined {
   const route = limitsOf(handle, engine);
   return route === undefined ? undefined : { route, metrics: route.metricsFor(template) };
+}
+
+// A route without a marker of this engine: the global limiter decides it, labelled with the route's template
+// (bounded by the route setting's MAX_TEMPLATES, past which `metricsFor` gives the unlabelled attributes).
+function unmarkedOf(engine: RateLimiting, template: string | undefined): FoundMarker | undefined {
+  if (template === undefined) return undefined;
+  const route = engine.defaultRoute;
+  return { route, metrics: route.metricsFor(template) };
 }
 
 function agree(a: FoundMarker, b: FoundMarker): FoundMarker | typeof CONFLICTING {
@@ -112,6 +124,8 @@ export function lookAhead<T, O extends object, C = never>(
   pick: (handle: unknown, owner: O, template: string | undefined) => T | undefined,
   /** Combines what two handlers of one route carry (default: the first wins). */
   combine?: (first: T, next: T) => T | C,
+  /** What a matched route none of whose handlers `pick` recognises gives, by its template (default: nothing). */
+  unmarked?: (owner: O, template: string | undefined) => T | undefined,
 ): T | C | undefined {
   const app = (req as { app?: App }).app;
   // Express 4 keeps the router in `_router`; in Express 5 `router` is a getter (in 4 it throws).
@@ -133,9 +147,18 @@ export function lookAhead<T, O extends object, C = never>(
   const key = `${method} ${path}`;
   let found = cache.results.get(key);
   if (found === undefined) {
+    const bare =
+      unmarked === undefined ? undefined : (template: string | undefined) => unmarked(owner, template);
     found =
-      walk<T, C>(stack, path, method, (handle, template) => pick(handle, owner, template), combine, '') ??
-      NONE;
+      walk<T, C>(
+        stack,
+        path,
+        method,
+        (handle, template) => pick(handle, owner, template),
+        combine,
+        bare,
+        '',
+      ) ?? NONE;
     if (cache.results.size >= CACHE_SIZE) cache.results.clear();
     cache.results.set(key, found);
   }
@@ -154,13 +177,17 @@ function appPath(req: IncomingMessage, app: App): string | undefined {
   return path;
 }
 
-/** What the marker carries; NONE when a route without a marker matches first; undefined when nothing matches. */
+/**
+ * What the marker carries; what `unmarked` gives (else NONE) when a route without a marker matches first;
+ * undefined when nothing matches.
+ */
 function walk<T, C>(
   stack: Layer[],
   path: string,
   method: string,
   pick: (handle: unknown, template: string | undefined) => T | undefined,
   combine: ((first: T, next: T) => T | C) | undefined,
+  unmarked: ((template: string | undefined) => T | undefined) | undefined,
   /** The mount points matched so far (Express's `req.baseUrl`). */
   base: string,
 ): T | C | null | undefined {
@@ -192,13 +219,13 @@ function walk<T, C>(
           if (combined !== found) return combined as T | C;
         }
       }
-      return found ?? NONE;
+      return found ?? unmarked?.(template) ?? NONE;
     }
     if (own !== undefined) return own;
     const prefix = typeof matched === 'object' ? matched.path : (layer.path ?? '');
     let rest = path.slice(prefix.length);
     if (rest[0] !== '/') rest = `/${rest}`;
-    const found = walk(router!, rest, method, pick, combine, `${base}${prefix}`);
+    const found = walk(router!, rest, method, pick, combine, unmarked, `${base}${prefix}`);
     if (found !== undefined) return found;
   }
   return undefined;

@@ -1,3 +1,4 @@
+import type { Attributes } from '../../telemetry.ts';
 import type { DeadlineEntry, DeadlineList } from './deadlines.ts';
 import type { TimeoutPolicy } from './policy.ts';
 import { disconnectReason, timeoutReason } from './reasons.ts';
@@ -95,6 +96,8 @@ export class RequestTimeoutContext implements RequestTimeout, DeadlineEntry {
   done = false;
   /** `performance.now()` when an overrunning handler finished (only measured then: the clock is not free). */
   doneAt = -1;
+  /** The metric attributes of an overrun, made when floodgate answered (engine). */
+  attributes: Attributes | undefined = undefined;
   state: number = State.Running;
 
   #named: TimeoutPolicy | undefined;

@@ -95,9 +95,13 @@ export class RequestTimeouts implements TimeoutEngine {
     if (result === 'handler') context.markFinished();
     else context.markTimedOut(overran);
     const metrics = telemetry();
-    const base = routeAttributes(context, policy.name);
-    metrics.requestTimeouts.add(1, { ...base, result });
-    if (overran) metrics.handlerOverruns.add(1, base);
+    const template = context.adapter.template?.(context);
+    metrics.requestTimeouts.add(1, attributes(policy.name, template, result));
+    if (overran) {
+      // Kept for the overrun's duration, recorded when the handler finishes.
+      context.attributes = attributes(policy.name, template, undefined);
+      metrics.handlerOverruns.add(1, context.attributes);
+    }
     const onTimeout = this.options.onTimeout;
     if (onTimeout) {
       const { route, method } = context.adapter.describe(context);
@@ -110,7 +114,8 @@ export class RequestTimeouts implements TimeoutEngine {
   reportOverrun(context: RequestTimeoutContext): void {
     const policy = context.current!.name;
     const overrunMs = Math.max(0, context.doneAt - context.deadline);
-    telemetry().overrunDuration.record(overrunMs / 1000, routeAttributes(context, policy));
+    const base = context.attributes ?? attributes(policy, context.adapter.template?.(context), undefined);
+    telemetry().overrunDuration.record(overrunMs / 1000, base);
     const onOverrun = this.options.onOverrun;
     if (onOverrun) {
       const { route, method } = context.adapter.describe(context);
@@ -119,10 +124,11 @@ export class RequestTimeouts implements TimeoutEngine {
   }
 }
 
-// `policy`, and `http.route` when the adapter knows the route's template.
-function routeAttributes(context: RequestTimeoutContext, policy: string): Attributes {
-  const template = context.adapter.template?.(context);
-  return template === undefined ? { policy } : { policy, 'http.route': template };
+// `policy`, `http.route` when the adapter knows the route's template, and `result` when given.
+function attributes(policy: string, template: string | undefined, result: string | undefined): Attributes {
+  const base: Attributes = template === undefined ? { policy } : { policy, 'http.route': template };
+  if (result !== undefined) base.result = result;
+  return base;
 }
 
 // A throwing hook must not take the answer (or the process) down with it; it becomes a process warning.

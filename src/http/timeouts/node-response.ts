@@ -21,7 +21,7 @@ function onResponseClose(this: ServerResponse): void {
 
 // Headers that describe the handler's body; they would be wrong on the policy's answer. Everything else the
 // handler or earlier middleware set (CORS, request ids, RateLimit fields, cookies) is kept.
-const REPRESENTATION = [
+const REPRESENTATION = new Set([
   'content-type',
   'content-length',
   'content-encoding',
@@ -33,7 +33,7 @@ const REPRESENTATION = [
   'etag',
   'last-modified',
   'trailer',
-] as const;
+]);
 
 /**
  * Sends the policy's answer on `res` if nothing was sent yet; otherwise ends the started response by closing
@@ -51,7 +51,10 @@ export function answerResponse(res: ServerResponse, policy: TimeoutPolicy): 'ans
     res.destroy();
     return 'cut';
   }
-  for (const name of REPRESENTATION) res.removeHeader(name);
+  // Only the headers present: a response has a few, and each removeHeader() validates and lower-cases its name.
+  // (Removing an absent one would only set node's flags for content-length and transfer-encoding, which the
+  // content-length set below makes moot.)
+  for (const name of res.getHeaderNames()) if (REPRESENTATION.has(name)) res.removeHeader(name);
   for (const [name, value] of policy.headers) res.setHeader(name, value);
   res.setHeader('content-length', policy.body.length);
   res.writeHead(policy.status, policy.statusMessage);
@@ -119,8 +122,16 @@ function droppedEnd(
   encoding?: unknown,
   callback?: unknown,
 ): ServerResponse {
-  const cb = [chunk, encoding, callback].find((a) => typeof a === 'function');
-  if (cb) process.nextTick(cb as () => void);
+  // The callback is the first function among the arguments (end(cb), end(chunk, cb), end(chunk, encoding, cb)).
+  const cb =
+    typeof chunk === 'function'
+      ? chunk
+      : typeof encoding === 'function'
+        ? encoding
+        : typeof callback === 'function'
+          ? callback
+          : undefined;
+  if (cb !== undefined) process.nextTick(cb as () => void);
   // The late handler's own end is how Express and callback-style handlers tell us they are done.
   const context = (this as TimeoutHolder)[kRequestTimeout] as RequestTimeoutContext | undefined;
   if (context && !context.doneByPromise) context.handlerDone();
