@@ -20,7 +20,11 @@ import http from 'node:http';
 import { pathToFileURL } from 'node:url';
 import type { MiddlewareHandler } from 'hono';
 import { built, builtAdapters, listen, runHttpBench, type Variant } from './http-runner.ts';
+import { koaVariants } from './koa-apps.ts';
+import { nestVariants } from './nestjs-apps.ts';
 
+// Koa's and Nest's rows (their contenders: bench/koa-apps.ts, bench/nestjs-apps.ts) come after the others.
+process.env.FRAMEWORKS ??= 'node,express,fastify,hono,koa,nestjs';
 const HOT = process.env.HOT === '1';
 
 // The two draft-10 fields floodgate sends, as constants: what sending them costs a framework without any limiter.
@@ -256,6 +260,8 @@ async function variants(): Promise<Variant[]> {
           ),
         ),
     },
+    ...(await koaVariants(LIMIT)),
+    ...(await nestVariants(LIMIT)),
   ];
 }
 

@@ -4,7 +4,8 @@ import type { Lease } from '../../limiters/lease.ts';
 /**
  * The rejection `FloodgateGuard` throws: an `HttpException` (429 by default), so the application's exception
  * filters see it. `Retry-After` and the RateLimit fields are already set on the response, and are also on
- * `headers` for a filter that builds its own answer.
+ * `headers` for a filter that builds its own answer. In a GraphQL resolver the client gets it as an error in
+ * the response's `errors`, with `extensions.code` `'RATE_LIMITED'` and `extensions.retryAfter`.
  */
 export class RateLimitExceededException extends HttpException {
   readonly #fields: Iterable<[string, string]>;
@@ -20,6 +21,11 @@ export class RateLimitExceededException extends HttpException {
     readonly lease: Lease,
     /** The route's policy, or undefined when the global limiter alone applies. */
     readonly policy: string | undefined,
+    /**
+     * In a GraphQL resolver, what the client reads on the error in the response's `errors`: `code:
+     * 'RATE_LIMITED'`, `retryAfter` (seconds) and the `policy`. GraphQL copies an error's `extensions` there.
+     */
+    readonly extensions?: Record<string, unknown>,
   ) {
     super(typeof body === 'string' ? { statusCode: status, message: body } : body, status);
     this.#fields = fields;

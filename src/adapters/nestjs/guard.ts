@@ -9,25 +9,35 @@ import type { Answer } from '../../http/rate-limiting/response.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
 import { RATE_LIMIT_METADATA } from './decorators.ts';
 import { RateLimitExceededException } from './exception.ts';
+import { graphqlPair, graphqlRejection } from './graphql.ts';
 import { FLOODGATE_ENGINE } from './tokens.ts';
 
 const kDecided: unique symbol = Symbol.for('floodgate.rateLimited') as never;
 type Decided = { [kDecided]?: RouteLimits };
 
-/** The platform's request and the node objects under it (Express: the same; Fastify: `raw`). */
+/**
+ * The platform's request and the node objects under it (Express: the same; Fastify: `raw`), and where the
+ * decision is kept: the request for a handler, the resolver's `info` for a GraphQL field.
+ */
 interface HttpPair {
-  request: object & Decided & { rateLimit?: RateLimitInfo };
+  request: object & { rateLimit?: RateLimitInfo };
   req: IncomingMessage;
   res: ServerResponse;
+  marker: object & Decided;
+  graphql?: true;
 }
 
-function pairOf(context: ExecutionContext): HttpPair {
+/** The pair of an HTTP handler or a GraphQL root field; undefined for what passes (gateways, nested fields). */
+function pairOf(context: ExecutionContext): HttpPair | undefined {
+  const type = context.getType<string>();
+  if (type === 'graphql') return graphqlPair(context);
+  if (type !== 'http') return undefined;
   const http = context.switchToHttp();
   const request = http.getRequest<HttpPair['request'] & { raw?: IncomingMessage }>();
   const response = http.getResponse<ServerResponse & { raw?: ServerResponse }>();
   const req = request.raw !== undefined && typeof request.raw === 'object' ? request.raw : request;
   const res = response.raw !== undefined && typeof response.raw === 'object' ? response.raw : response;
-  return { request, req: req as IncomingMessage, res };
+  return { request, req: req as IncomingMessage, res, marker: request };
 }
 
 // Queued requests wait with the request timeout's signal when floodgate's timeouts run, else with one that
@@ -44,8 +54,12 @@ function pairSignal(pair: HttpPair): AbortSignal {
  * many times the guard runs for it (a global guard and a controller's `@UseGuards` both): the request carries its
  * decision, and a second run of the guard only checks it. A rejection throws {@link RateLimitExceededException}
  * (an `HttpException`, 429 by default) with `Retry-After` and the RateLimit fields set on the response. A held
- * (concurrency) permit is released when the response has been written or the client went away. Other contexts
- * than HTTP (WebSocket gateways, microservices) pass through.
+ * (concurrency) permit is released when the response has been written or the client went away.
+ *
+ * GraphQL resolvers are decided too, each root field of an operation once (nested `@ResolveField`s pass): a
+ * rejection reaches the client as an error in `errors` with `extensions.code` `'RATE_LIMITED'` and
+ * `extensions.retryAfter`, the fields on the HTTP response. Other contexts (WebSocket gateways, microservices)
+ * pass through.
  */
 export class FloodgateGuard implements CanActivate {
   readonly #routes = new WeakMap<object, WeakMap<object, RouteLimits>>();
@@ -56,10 +70,10 @@ export class FloodgateGuard implements CanActivate {
   ) {}
 
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
-    if (context.getType() !== 'http') return true;
-    const route = this.routeOf(context.getClass(), context.getHandler());
     const pair = pairOf(context);
-    const prior = pair.request[kDecided];
+    if (pair === undefined) return true;
+    const route = this.routeOf(context.getClass(), context.getHandler());
+    const prior = pair.marker[kDecided];
     if (prior !== undefined && prior.owner === this.engine) {
       if (prior === route) return true;
       throw new Error(
@@ -67,7 +81,7 @@ export class FloodgateGuard implements CanActivate {
           'the request was already decided with another; global and route policy must be decided together',
       );
     }
-    pair.request[kDecided] = route;
+    pair.marker[kDecided] = route;
     if (route.unlimited) return true;
     const pending = this.engine.decide(context, context, route, pairSignal, pair);
     if (isThenable(pending)) return pending.then((decision) => this.#decided(decision, context, pair));
@@ -142,13 +156,10 @@ export class FloodgateGuard implements CanActivate {
     Error.stackTraceLimit = 0;
     let exception: RateLimitExceededException;
     try {
-      exception = new RateLimitExceededException(
-        body,
-        answer.status,
-        answer.headers,
-        decision.lease!,
-        decision.route.policy?.name,
-      );
+      const { lease, route } = decision;
+      exception = pair.graphql
+        ? graphqlRejection(body, answer.status, answer.headers, lease!, route.policy?.name)
+        : new RateLimitExceededException(body, answer.status, answer.headers, lease!, route.policy?.name);
     } finally {
       Error.stackTraceLimit = limit;
     }

@@ -10,9 +10,11 @@ export { isTimeoutReason, requestTimeoutOf } from '../../http/timeouts/index.ts'
 export * from './client-ip.ts';
 export * from './decorators.ts';
 export * from './exception.ts';
+export { RATE_LIMITED_CODE } from './graphql.ts';
 export * from './guard.ts';
 export * from './module.ts';
 export * from './redis-throttler-storage.ts';
+export * from './request-of.ts';
 export * from './throttler-storage.ts';
 export * from './timeout-decorators.ts';
 export * from './timeout-interceptor.ts';
