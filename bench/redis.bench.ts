@@ -34,6 +34,7 @@ import { Redis } from 'ioredis';
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { RedisServer } from '../test/support/redis-server.ts';
+import { RAW_FIXED_WINDOW } from './redis-raw.ts';
 
 /** Floodgate's module `path` (under src/, without extension) from the build in dist/. */
 function built<T>(path: string): Promise<T> {
@@ -63,15 +64,6 @@ const DURATION = Number(process.env.BENCH_MS ?? 1000);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const INFLIGHT = (process.env.INFLIGHT ?? '1,64').split(',').map(Number);
 const KEYS = Array.from({ length: 1000 }, (_, i) => `k${i}`);
-// rate-limit-redis 6's increment script, verbatim.
-const RAW_FIXED_WINDOW = `local windowMs = tonumber(ARGV[1])
-local timeToExpire = redis.call("PTTL", KEYS[1])
-if timeToExpire <= 0 then
-  redis.call("SET", KEYS[1], 1, "PX", windowMs)
-  return { 1, windowMs }
-end
-local totalHits = redis.call("INCR", KEYS[1])
-return { totalHits, timeToExpire }`;
 const RAW_INCR = `local c = redis.call('INCR', KEYS[1])
 if c == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return c`;

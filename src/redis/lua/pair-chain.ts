@@ -47,6 +47,21 @@ local function pairDecide(op, permits, n, now)
     end
   end
   if blocked == 0 then
+    if n == 2 and permits > 0 then
+      -- Two members granted, the common chain: one format call for the four numbers when they are whole.
+      local c1, s1, c2, s2 = PC[1], PS[1], PC[2], PS[2]
+      local a1, a2 = c1.a, c2.a
+      a1.take(c1, s1, permits)
+      a2.take(c2, s2, permits)
+      PDIRTY[1], PDIRTY[2] = true, true
+      local r1, t1 = max(0, a1.available(c1, s1)), a1.resetAfter(c1, s1, now)
+      local r2, t2 = max(0, a2.available(c2, s2)), a2.resetAfter(c2, s2, now)
+      if r1 % 1 == 0 and t1 % 1 == 0 and r2 % 1 == 0 and t2 % 1 == 0 and t1 < 1e15 and t1 > -1e15
+        and t2 < 1e15 and t2 > -1e15 and r1 < 1e15 and r2 < 1e15 then
+        return format('1,%d,%d,%d,%d', r1, t1, r2, t2)
+      end
+      return '1,' .. pairText(r1, t1) .. ',' .. pairText(r2, t2)
+    end
     PRES[1] = '1'
     for j = 1, n do
       local c, s = PC[j], PS[j]
@@ -95,7 +110,7 @@ end
 local function pairChain(op, permits, n, now)
   for j = 1, n do
     local key = PK[j]
-    local raw = knownState(key)
+    local raw = SPECULATE and known[key]
     if raw then PKNOWN[j] = true else
       PKNOWN[j] = false
       raw = call('GET', key)
@@ -137,7 +152,7 @@ local function pairChain(op, permits, n, now)
     if PKNOWN[j] then
       if PPACKED[j] then
         if not pairKeeps(j, now) then call('PEXPIRE', key, pairTtl(j, now)) end
-        remember(key, PPACKED[j])
+        known[key] = PPACKED[j]
       end
     elseif PDIRTY[j] then
       local s = PS[j]
