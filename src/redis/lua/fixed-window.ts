@@ -75,7 +75,12 @@ local function fixedWindowTry(c, raw, origin, blocked, op, permits, now)
       if count ~= 0 then reset = start + w - now end
       local left = limit - count
       if left < 0 then left = 0 end
-      res = grantedText(left, reset)
+      -- grantedText written out for whole numbers (the call is a sixtieth of the decision).
+      if left % 1 == 0 and reset % 1 == 0 and left < 1e15 and reset < 1e15 and reset > -1e15 then
+        res = format('1,%d,%d', left, reset)
+      else
+        res = grantedText(left, reset)
+      end
     else
       res = '1,' .. num(limit - count) .. ','
     end
