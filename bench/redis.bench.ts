@@ -22,6 +22,10 @@
  *
  * Floodgate is measured as published: built to dist/ first and imported from there (under tsx, esbuild's
  * keepNames would add a naming call to closures floodgate makes, a cost the published code does not have).
+ *
+ * BASELINE=<directory of another floodgate checkout> (e.g. `git archive main | tar -x -C /tmp/base`, with its
+ * node_modules) builds that one too and measures its coalesced rows in the same rounds, alternating with these
+ * ("baseline …"): before/after on one server, one client, the same load.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { loadavg } from 'node:os';
@@ -30,6 +34,7 @@ import { Redis } from 'ioredis';
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { RedisServer } from '../test/support/redis-server.ts';
+import { RAW_FIXED_WINDOW } from './redis-raw.ts';
 
 /** Floodgate's module `path` (under src/, without extension) from the build in dist/. */
 function built<T>(path: string): Promise<T> {
@@ -43,20 +48,22 @@ const { isUnavailableAnswer, redisStore } =
 const { encodeRequest, specText } = await built<typeof import('../src/redis/protocol.ts')>('redis/protocol');
 const { DECIDE_SCRIPT } = await built<typeof import('../src/redis/script.ts')>('redis/script');
 
+// The same rows of another checkout (BASELINE), built and imported the same way.
+const BASELINE = process.env.BASELINE;
+type Floodgate = typeof import('../src/index.ts');
+type FloodgateRedis = typeof import('../src/redis/index.ts');
+let baseline: { fg: Floodgate; redis: FloodgateRedis } | undefined;
+if (BASELINE) {
+  execFileSync('npm', ['run', '-s', 'build'], { cwd: BASELINE, stdio: 'inherit' });
+  const from = <T>(path: string) => import(`${BASELINE}/dist/${path}.js`) as Promise<T>;
+  baseline = { fg: await from<Floodgate>('index'), redis: await from<FloodgateRedis>('redis/index') };
+}
+
 const run = promisify(execFile);
 const DURATION = Number(process.env.BENCH_MS ?? 1000);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const INFLIGHT = (process.env.INFLIGHT ?? '1,64').split(',').map(Number);
 const KEYS = Array.from({ length: 1000 }, (_, i) => `k${i}`);
-// rate-limit-redis 6's increment script, verbatim.
-const RAW_FIXED_WINDOW = `local windowMs = tonumber(ARGV[1])
-local timeToExpire = redis.call("PTTL", KEYS[1])
-if timeToExpire <= 0 then
-  redis.call("SET", KEYS[1], 1, "PX", windowMs)
-  return { 1, windowMs }
-end
-local totalHits = redis.call("INCR", KEYS[1])
-return { totalHits, timeToExpire }`;
 const RAW_INCR = `local c = redis.call('INCR', KEYS[1])
 if c == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return c`;
@@ -219,6 +226,29 @@ try {
     ['rate-limiter-flexible RateLimiterRedis', (k) => rlf.consume(k)],
     ['rate-limit-redis', (k) => rlr.increment(k)],
   ];
+  if (baseline) {
+    const b = baseline.fg;
+    const store = baseline.redis.redisStore({ client, coalesce: true, timeoutMs: 1000 });
+    const of = (name: string, limiter: Parameters<typeof store.partitioned>[0]['limiter']) =>
+      store.partitioned({ name, key: (k: string) => k, limiter });
+    const window = () => b.fixedWindow({ permitLimit: limit, window: 60_000 });
+    const bucket = () => b.tokenBucket({ tokenLimit: limit, tokensPerPeriod: limit, period: 60_000 });
+    const fw = of('bfw', window());
+    const sw = of('bsw', b.slidingWindow({ permitLimit: limit, window: 60_000, segmentsPerWindow: 6 }));
+    const tb = of('btb', bucket());
+    const cc = of('bcc', b.concurrency({ permitLimit: limit }));
+    const chain = store.chain(of('bfc-a', window()), of('bfc-b', bucket()));
+    contenders.push(
+      ['baseline fixedWindow, coalesced', (k) => fw.tryAcquire(k)],
+      ['baseline slidingWindow, coalesced', (k) => sw.tryAcquire(k)],
+      ['baseline tokenBucket, coalesced', (k) => tb.tryAcquire(k)],
+      [
+        'baseline concurrency, coalesced (+ release)',
+        (k) => cc.tryAcquire(k).then((lease) => lease.release()),
+      ],
+      ['baseline chain of 2, coalesced', (k) => chain.tryAcquire(k)],
+    );
+  }
   console.log(
     `floodgate/redis benchmark: Node ${process.version}, redis-server on port ${server.port}, ${DURATION} ms per measurement, ${ROUNDS} rounds; load average ${load()}`,
   );
@@ -257,6 +287,20 @@ try {
     const better = (i: number) => (rlfS[i].perSecond >= rlrS[i].perSecond ? rlfS[i] : rlrS[i]);
     const vsPeer = median(fg.map((x, i) => x.perSecond / better(i).perSecond));
     const p99Ratio = median(fg.map((x, i) => x.p99 / better(i).p99));
+    if (baseline) {
+      // This checkout against the baseline's, row by row, within each round.
+      for (const row of ['fixedWindow', 'slidingWindow', 'tokenBucket', 'concurrency', 'chain of 2']) {
+        const name = (who: string) =>
+          contenders.find(([n]) => n.startsWith(`${who} ${row}`) && n.includes('coalesced'))![0];
+        const now = samples.get(name('floodgate'))!;
+        const before = samples.get(name('baseline'))!;
+        const stat = median(now.map((x, i) => x.statUs / before[i].statUs));
+        const rate = median(now.map((x, i) => x.perSecond / before[i].perSecond));
+        console.log(
+          `  against the baseline, ${row}: commandstats ${stat.toFixed(2)}× the baseline's per decision, decisions/s ${rate.toFixed(2)}×`,
+        );
+      }
+    }
     console.log(
       `  targets: coalesced ${vsPeer.toFixed(2)}× the better peer (≥ 2.5), its p99 ${p99Ratio.toFixed(2)}× the better peer's (≤ 1); commandstats per decision against raw's per call (≤ 0.5, chain ≤ 1.0) in the column above`,
     );

@@ -1,25 +1,26 @@
 import { randomBytes } from 'node:crypto';
-import { ChainLease, HeldLease, Lease } from '../limiters/lease.ts';
+import { Lease } from '../limiters/lease.ts';
 import { checkPermits } from '../limiters/options.ts';
 import type { LimiterSpec } from '../limiters/rate-limiter.ts';
-import { telemetry } from '../telemetry.ts';
+import { Answers } from './answer.ts';
 import type { Binding, BoundMember, Decided } from './binding.ts';
 import type { ScriptRunner } from './client.ts';
 import { Decision, type DecisionHost } from './decision.ts';
 import { Dispatcher } from './dispatcher.ts';
+import { unavailableAnswer } from './fallback.ts';
 import type { ResolvedOptions } from './options.ts';
 import { decodeNumber, encodeLone, encodeRequest, type MemberCall, type Op, specText } from './protocol.ts';
-import { RedisRefundableLease } from './refund.ts';
 import type { StoreUnavailableError } from './request.ts';
 import { keySlot } from './slot.ts';
 import { leaseOf } from './unavailable.ts';
 
 /**
- * Decides bindings over Redis: encodes requests, applies the per-call deadline and `onUnavailable`, builds the
- * same leases the memory store builds, and keeps the optional "blocked until" cache.
+ * Decides bindings over Redis: encodes requests, applies the per-call deadline and `onUnavailable`, and keeps the
+ * optional "blocked until" cache; the answers become leases in `Answers`.
  */
 export class Engine implements DecisionHost {
   readonly dispatcher: Dispatcher;
+  private readonly answers: Answers;
   /** Decisions answered by `onUnavailable`: Redis failed or was late, or was skipped after a failure. */
   unavailable = 0;
   /**
@@ -40,6 +41,11 @@ export class Engine implements DecisionHost {
     readonly options: ResolvedOptions,
   ) {
     this.dispatcher = new Dispatcher(runner, options.timeoutMs, options.coalesce);
+    this.answers = new Answers(
+      options,
+      (binding, op, leaseId) => this.leaseOp(binding, op, leaseId),
+      (m, permits, expected) => this.refundOp(m, permits, expected),
+    );
   }
 
   /** `now` as the script should read it: the test clock's value, or '' for Redis `TIME`. */
@@ -166,7 +172,7 @@ export class Engine implements DecisionHost {
 
   /** Redis answered `decision`: its lease, and the blocked cache (for the dispatcher, as its DecisionHost). */
   answered(d: Decision, reply: string): Decided {
-    const decided = this.toLease(d.binding, reply.split(','), d.op, d.permits, d.reason, d.leaseId);
+    const decided = this.answers.toLease(d.binding, reply.split(','), d.op, d.permits, d.reason, d.leaseId);
     if (d.cacheKey === '') return decided;
     if (!decided.lease.granted && decided.lease.retryAfterMs! > 0 && d.permits > 0) {
       this.blockedUntil.set(d.cacheKey, {
@@ -262,127 +268,11 @@ export class Engine implements DecisionHost {
     return this.runner.nodeOf?.(slot) ?? `slot ${slot}`;
   }
 
-  /**
-   * The `onUnavailable` answer, counted in `floodgate.store.unavailable` by limiter name. (Over HTTP the engine
-   * also counts the request as `floodgate.requests{result: store_unavailable}` under its policy: a separate
-   * instrument here keeps that one from counting each outage answer twice.)
-   */
+  /** The `onUnavailable` answer (see {@link unavailableAnswer}), counted in `unavailable`. */
   fallback(binding: Binding, permits: number): Lease {
-    const first = binding.members[0];
     this.unavailable++;
-    telemetry().storeUnavailable.add(1, { limiter: first.owner.name });
-    const policy = this.options.onUnavailable;
-    const limit = first.spec.algorithm.limit;
-    let lease: Lease;
-    if (policy === 'fail-open') {
-      lease = new Lease(
-        true,
-        undefined,
-        undefined,
-        limit,
-        Math.max(0, limit - permits),
-        undefined,
-        first.owner,
-      );
-    } else if (policy === 'fail-closed') {
-      lease = new Lease(false, 'unavailable', this.options.retryIntervalMs, limit, 0, undefined, first.owner);
-    } else {
-      try {
-        if ('core' in policy) lease = policy.tryAcquire(Math.min(permits, policy.limit));
-        else return policy.tryAcquire(binding.partKey ?? first.owner.name, permits);
-      } catch {
-        lease = new Lease(
-          false,
-          'unavailable',
-          this.options.retryIntervalMs,
-          limit,
-          0,
-          undefined,
-          first.owner,
-        );
-      }
-    }
-    lease.key = first.partKey;
-    return lease;
+    return unavailableAnswer(this.options, binding, permits);
   }
-
-  private toLease(
-    binding: Binding,
-    reply: string[],
-    op: 't' | 'w',
-    permits: number,
-    reason: string,
-    leaseId: string,
-  ): Decided {
-    const members = binding.members;
-    if (reply[0] === '1' && !binding.chain && members[0].spec.algorithm.timeBased) {
-      // A lone time-based member granted: the commonest answer, without the chain's bookkeeping.
-      const m = members[0];
-      if (permits > 0) m.owner.granted++;
-      const lease = this.granted(m, permits, Number(reply[1]), decodeNumber(reply[2]));
-      lease.key = m.partKey;
-      return { lease, blocked: -1, local: false };
-    }
-    if (reply[0] === '1') {
-      const leases: Lease[] = new Array(members.length);
-      let decisive = 0;
-      for (let i = 0; i < members.length; i++) {
-        const m = members[i];
-        const remaining = Number(reply[1 + 2 * i]);
-        const limit = m.spec.algorithm.limit;
-        if (permits > 0) m.owner.granted++;
-        if (permits > 0 && !m.spec.algorithm.timeBased) {
-          leases[i] = this.held(binding, m, remaining, permits, leaseId);
-        } else if (m.spec.algorithm.timeBased) {
-          leases[i] = this.granted(m, permits, remaining, decodeNumber(reply[2 + 2 * i]));
-        } else {
-          leases[i] = new Lease(true, undefined, undefined, limit, remaining, undefined, m.owner);
-        }
-        leases[i].key = m.partKey;
-        if (leases[i].remaining < leases[decisive].remaining) decisive = i;
-      }
-      const lease = binding.chain
-        ? new ChainLease(leases[decisive], undefined, leases, undefined)
-        : leases[0];
-      return { lease, blocked: -1, local: false };
-    }
-    const index = Number(reply[1]) - 1;
-    const m = members[index];
-    // A queued attempt that fails is not a rejection: the request keeps waiting.
-    if (permits > 0 && op === 't') m.owner.rejected++;
-    const lease = new Lease(
-      false,
-      reason,
-      decodeNumber(reply[2]),
-      m.spec.algorithm.limit,
-      Number(reply[4]),
-      decodeNumber(reply[5]),
-      m.owner,
-    );
-    lease.key = m.partKey;
-    if (!binding.chain) return { lease, blocked: index, local: false };
-    const chained = new ChainLease(lease, decodeNumber(reply[3]), [lease], lease.source);
-    return { lease: chained, blocked: index, local: false };
-  }
-
-  /** A granted lease of a time-based member: refundable (see `RedisRefundableLease`) when it took permits. */
-  private granted(m: BoundMember, permits: number, remaining: number, reset: number | undefined): Lease {
-    const limit = m.spec.algorithm.limit;
-    if (permits === 0) return new Lease(true, undefined, undefined, limit, remaining, reset, m.owner);
-    return new RedisRefundableLease(
-      limit,
-      remaining,
-      reset,
-      m.owner,
-      permits,
-      this.clock(),
-      this.clock,
-      (n, expected) => this.refundOp(m, n, expected),
-    );
-  }
-
-  /** The clock refunds measure elapsed time on: the test clock, or this process's monotonic clock. */
-  private readonly clock = (): number => (this.options.clock ? this.options.clock.now() : performance.now());
 
   /** Gives a grant's permits back (op `r`); a failure leaves them spent, as if never refunded. */
   private refundOp(m: BoundMember, permits: number, expectedResetMs: number): void {
@@ -390,20 +280,5 @@ export class Engine implements DecisionHost {
     const binding: Binding = { members: [m], partKey: undefined, chain: false };
     this.encodeArgs(args, binding, 'r', permits, String(Math.round(expectedResetMs)), false, this.now());
     this.dispatcher.request([m.key], args).catch(() => {});
-  }
-
-  /** A concurrency lease held in Redis: renewed while held, returned on release, expired if this process dies. */
-  private held(binding: Binding, m: BoundMember, remaining: number, permits: number, leaseId: string): Lease {
-    const only: Binding = { members: [m], partKey: binding.partKey, chain: false };
-    const renew = setInterval(() => this.leaseOp(only, 'n', leaseId), this.options.leaseTtlMs / 3);
-    renew.unref();
-    const owner = {
-      releasePermits: () => {
-        clearInterval(renew);
-        this.leaseOp(only, 'x', leaseId);
-        this.options.onRelease(m.key);
-      },
-    };
-    return new HeldLease(m.spec.algorithm.limit, remaining, permits, owner, 0, 0, m.owner);
   }
 }

@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { CONCURRENCY } from './lua/concurrency.ts';
 import { DECIDE } from './lua/decide.ts';
 import { FIXED_WINDOW } from './lua/fixed-window.ts';
+import { GENERAL } from './lua/general.ts';
+import { PAIR_CHAIN } from './lua/pair-chain.ts';
 import { PRELUDE } from './lua/prelude.ts';
 import { SLIDING_WINDOW } from './lua/sliding-window.ts';
 import { TOKEN_BUCKET } from './lua/token-bucket.ts';
@@ -29,12 +31,14 @@ export interface Script {
  * instead of once per call — most of the server time a decision took as a script.
  */
 export const DECIDE_SCRIPT: Script = script(
-  [PRELUDE, FIXED_WINDOW, SLIDING_WINDOW, TOKEN_BUCKET, CONCURRENCY, DECIDE].join('\n'),
+  [PRELUDE, FIXED_WINDOW, SLIDING_WINDOW, TOKEN_BUCKET, CONCURRENCY, GENERAL, PAIR_CHAIN, DECIDE].join('\n'),
 );
 
 function script(body: string): Script {
-  const source = `${body}\nreturn decideBatch(KEYS, ARGV)\n`;
+  // Known states (see lua/prelude.ts) only as a Function: a script's body runs anew on every call, and Redis 6.0
+  // has no `SET … GET`.
+  const source = `local SPECULATE = false\n${body}\nreturn decideBatch(KEYS, ARGV)\n`;
   const fn = `floodgate_${createHash('sha1').update(body).digest('hex').slice(0, 16)}`;
-  const library = `#!lua name=${fn}\n${body}\nredis.register_function('${fn}', decideBatch)\n`;
+  const library = `#!lua name=${fn}\nlocal SPECULATE = true\n${body}\nredis.register_function('${fn}', decideBatch)\n`;
   return { source, sha: createHash('sha1').update(source).digest('hex'), library, fn };
 }

@@ -55,268 +55,44 @@ local function spec(text)
   return c
 end
 
--- The most common decision, a lone fixed window tried (op 't' or 'w'), inlined on locals: what \`member\`,
--- \`decide\` and \`save\` do for it, operation for operation (FW's functions written out), without the member
--- and state tables.
-local function fixedWindowTry(c, key, origin, blocked, op, permits, now)
-  local limit, w = c.limit, c.p1
-  local start, count, extra
-  local raw = call('GET', key)
-  if raw then start, count, extra = munpack(raw) end
-  local before, second
-  if count ~= nil and extra == nil then
-    before, second = start, count
-  else
-    -- A fresh state (or one of another width, as \`readState\` says), anchored as \`FW.init\` anchors it.
-    if origin == '' then start = now else start = tonumber(origin) end
-    count = 0
-  end
-  if now - start >= w then
-    start = start + floor((now - start) / w) * w
-    count = 0
-  end
-  local dirty = start ~= before
-  local keepTtl = before ~= nil and before == start and second > 0
-  local need = permits
-  if need == 0 then need = 1 end
-  local res
-  if limit - count >= need and (permits == 0 or not blocked) then
-    if permits > 0 then
-      count = count + permits
-      dirty = true
-      local reset = 0
-      if count ~= 0 then reset = start + w - now end
-      local left = limit - count
-      if left < 0 then left = 0 end
-      res = '1,' .. num(left) .. ',' .. num(reset)
-    else
-      res = '1,' .. num(limit - count) .. ','
-    end
-  else
-    if op == 't' and permits > 0 and c.countRejected then
-      count = count + permits
-      dirty = true
-    end
-    local retry = 0
-    if limit - count < need then retry = start + w - now end
-    local reset = 0
-    if count ~= 0 then reset = start + w - now end
-    retry = num(retry)
-    res = '0,1,' .. retry .. ',' .. retry .. ',' .. num(max(0, limit - count)) .. ',' .. num(reset)
-  end
-  if dirty then
-    if keepTtl then
-      call('SET', key, mpack(start, count), 'KEEPTTL')
-    else
-      local ttl = 0
-      if count ~= 0 then ttl = ceil(start + w - now) end
-      if ttl ~= ttl or ttl < 1 then ttl = 1 end
-      call('SET', key, mpack(start, count), 'PX', ttl + c.pad)
-    end
-  end
-  return res
-end
-
-local function member(c, key, origin, blocked, lease, now)
-  -- One constructor with every field: a table grown field by field rehashes, and that costs more than the
-  -- algorithm itself.
-  local m = { a = c.a, c = c, key = key, blocked = blocked, lease = lease, dirty = false, s = false, keepTtl = false }
-  if c.cc then
-    m.s = loadLeases(key, now)
-    return m
-  end
-  local a = m.a
-  local s = readState(key, c.width)
-  local before, second
-  if s then
-    before, second = s[1], s[2]
-  else
-    -- A fresh state, anchored where memory anchors it: the limiter's origin when known, else now.
-    s = {}
-    if origin == '' then a.init(c, s, now) else a.init(c, s, tonumber(origin)) end
-  end
-  a.advance(c, s, now)
-  -- Kept whenever it moved: advancing in the same steps as memory gives the same doubles (continuous refill
-  -- and fractional segments round differently if two steps are taken as one).
-  m.dirty = s[1] ~= before
-  m.s = s
-  m.keepTtl = before ~= nil and a.sameExpiry ~= nil and a.sameExpiry(c, before, second, s)
-  return m
-end
-
--- Persists a time-based state; it expires when back to full (plus the pad), as a fresh one would decide alike.
-local function save(m, now)
-  m.dirty = false
-  local ttl = ceil(m.a.resetAfter(m.c, m.s, now))
-  if ttl ~= ttl or ttl < 1 then ttl = 1 end
-  writeState(m.key, m.s, ttl + m.c.pad, m.keepTtl)
-end
-
-local function canGrant(m, permits, need)
-  return m.a.available(m.c, m.s) >= need and (permits == 0 or not m.blocked)
-end
-
-local function decide(op, permits, ms, now)
-  if op == 'p' then
-    local res = {}
-    for j, m in ipairs(ms) do res[j] = num(max(0, m.a.available(m.c, m.s))) end
-    return concat(res, ',')
-  end
-  if op == 'r' then
-    -- A refund: the member's \`lease\` field carries the grant's reset time from now.
-    for _, m in ipairs(ms) do
-      if m.a.refund and m.a.refund(m.c, m.s, permits, tonumber(m.lease) or 0, now) then m.dirty = true end
-    end
-    return ''
-  end
-  local need = permits
-  if need == 0 then need = 1 end
-  local n = #ms
-  local blocked = 0
-  for j = 1, n do
-    if not canGrant(ms[j], permits, need) then
-      blocked = j
-      break
-    end
-  end
-  if blocked == 0 then
-    -- Sized for two members by the constructor (a table grown slot by slot reallocates); a lone member's
-    -- unused slots are left out of the reply.
-    local res = { '1', false, false, false, false }
-    for j = 1, n do
-      local m = ms[j]
-      local a, c, s = m.a, m.c, m.s
-      if permits > 0 then
-        a.take(c, s, permits)
-        if a.timeBased then m.dirty = true else holdLease(m.key, m.lease, now + c.leaseTtl, c.leaseTtl + c.pad) end
-        res[2 * j] = num(max(0, a.available(c, s)))
-        if a.timeBased then res[2 * j + 1] = num(a.resetAfter(c, s, now)) else res[2 * j + 1] = '' end
-      else
-        res[2 * j] = num(a.available(c, s))
-        res[2 * j + 1] = ''
-      end
-    end
-    return concat(res, ',', 1, 2 * n + 1)
-  end
-  local m = ms[blocked]
-  if op == 't' and permits > 0 and m.c.countRejected and m.a.timeBased then
-    m.a.take(m.c, m.s, permits)
-    m.dirty = true
-  end
-  local retry = m.a.retryAfter(m.c, m.s, now, need)
-  local longest = retry
-  for j = 1, n do
-    local o = ms[j]
-    if j ~= blocked and not canGrant(o, permits, need) then
-      local wait = o.a.retryAfter(o.c, o.s, now, need)
-      if wait == wait and (longest ~= longest or wait > longest) then longest = wait end
-    end
-  end
-  return '0,' .. blocked .. ',' .. num(retry) .. ',' .. num(longest) .. ',' .. num(max(0, m.a.available(m.c, m.s))) .. ',' .. num(m.a.resetAfter(m.c, m.s, now))
-end
-
--- A lone time-based member tried (op 't' or 'w'): what \`member\`, \`decide\` and \`save\` do for it, in the same
--- order through the same algorithm functions, without the member, member-list and growing reply tables.
-local function singleTry(c, key, origin, blocked, op, permits, now)
-  local a = c.a
-  local s = readState(key, c.width)
-  local before, second
-  if s then
-    before, second = s[1], s[2]
-  else
-    s = {}
-    if origin == '' then a.init(c, s, now) else a.init(c, s, tonumber(origin)) end
-  end
-  a.advance(c, s, now)
-  local dirty = s[1] ~= before
-  local keepTtl = before ~= nil and a.sameExpiry ~= nil and a.sameExpiry(c, before, second, s)
-  local need = permits
-  if need == 0 then need = 1 end
-  local res
-  if a.available(c, s) >= need and (permits == 0 or not blocked) then
-    if permits > 0 then
-      a.take(c, s, permits)
-      dirty = true
-      res = '1,' .. num(max(0, a.available(c, s))) .. ',' .. num(a.resetAfter(c, s, now))
-    else
-      res = '1,' .. num(a.available(c, s)) .. ','
-    end
-  else
-    if op == 't' and permits > 0 and c.countRejected then
-      a.take(c, s, permits)
-      dirty = true
-    end
-    local retry = num(a.retryAfter(c, s, now, need))
-    res = '0,1,' .. retry .. ',' .. retry .. ',' .. num(max(0, a.available(c, s))) .. ',' .. num(a.resetAfter(c, s, now))
-  end
-  if dirty then
-    local ttl = ceil(a.resetAfter(c, s, now))
-    if ttl ~= ttl or ttl < 1 then ttl = 1 end
-    writeState(key, s, ttl + c.pad, keepTtl)
-  end
-  return res
-end
-
--- A lone token bucket tried: \`fixedWindowTry\` for TB (its functions written out, operation for operation).
-local function bucketWait(c, stamp, tokens, now, n)
-  local missing = n - tokens
-  if missing <= EPSILON then return 0 end
-  if c.continuous then return missing / c.rate end
-  return stamp + ceil(missing / c.p1) * c.p2 - now
-end
-local function tokenBucketTry(c, key, origin, blocked, op, permits, now)
-  local limit = c.limit
-  local stamp, tokens, extra
-  local raw = call('GET', key)
-  if raw then stamp, tokens, extra = munpack(raw) end
-  local before
-  if tokens ~= nil and extra == nil then
-    before = stamp
-  else
-    if origin == '' then stamp = now else stamp = tonumber(origin) end
-    tokens = limit
-  end
-  local elapsed = now - stamp
-  if c.continuous then
-    if elapsed > 0 then
-      stamp = now
-      local refilled = tokens + elapsed * c.rate
-      if refilled >= limit - EPSILON then tokens = limit else tokens = refilled end
-    end
-  elseif elapsed >= c.p2 then
-    local periods = floor(elapsed / c.p2)
-    stamp = stamp + periods * c.p2
-    tokens = min(limit, tokens + periods * c.p1)
-  end
-  local dirty = stamp ~= before
-  local need = permits
-  if need == 0 then need = 1 end
-  local res
-  if floor(tokens + EPSILON) >= need and (permits == 0 or not blocked) then
-    if permits > 0 then
-      tokens = tokens - permits
-      dirty = true
-      res = '1,' .. num(max(0, floor(tokens + EPSILON))) .. ',' .. num(bucketWait(c, stamp, tokens, now, limit))
-    else
-      res = '1,' .. num(floor(tokens + EPSILON)) .. ','
-    end
-  else
-    if op == 't' and permits > 0 and c.countRejected then
-      tokens = tokens - permits
-      dirty = true
-    end
-    local retry = num(bucketWait(c, stamp, tokens, now, need))
-    res = '0,1,' .. retry .. ',' .. retry .. ',' .. num(max(0, floor(tokens + EPSILON))) .. ',' .. num(bucketWait(c, stamp, tokens, now, limit))
-  end
-  if dirty then
-    -- TB has no \`sameExpiry\`: the TTL is always set anew.
-    local ttl = ceil(bucketWait(c, stamp, tokens, now, limit))
-    if ttl ~= ttl or ttl < 1 then ttl = 1 end
-    call('SET', key, mpack(stamp, tokens), 'PX', ttl + c.pad)
-  end
-  return res
-end
 TRY.fw, TRY.sw, TRY.tb, TRY.tc = fixedWindowTry, singleTry, tokenBucketTry, tokenBucketTry
+
+-- A lone member tried (op 't' or 'w'). A time-based one by its kind's try, on its known state when there is
+-- one: the result written by \`SET … GET KEEPTTL\`, whose answer (the state Redis had) confirms it, and the
+-- expiry set after when it moves; when Redis had another, the write is undone and the try made again on
+-- Redis's state (see \`prelude.ts\`). Otherwise read (\`GET\`) first.
+local function lone(c, key, origin, blocked, lease, op, permits, now)
+  local try = c.try
+  -- A concurrency member: its lease written by \`decide\` itself, nothing else to write.
+  if not try then return decide(op, permits, { member(c, key, origin, blocked, lease, now, false) }, now) end
+  -- (knownState and remember written out: a call each is a twentieth of a decision.)
+  local raw = SPECULATE and known[key]
+  if raw then
+    local res, packed, ttl = try(c, raw, origin, blocked, op, permits, now)
+    local old
+    if packed then old = call('SET', key, packed, 'GET', 'KEEPTTL') else old = call('GET', key) end
+    if old == raw then
+      if packed then
+        if ttl then call('PEXPIRE', key, ttl) end
+        known[key] = packed
+      end
+      return res
+    end
+    if packed then
+      if old then call('SET', key, old, 'KEEPTTL') else call('DEL', key) end
+    end
+    raw = old
+  else
+    raw = call('GET', key)
+  end
+  local res, packed, ttl = try(c, raw, origin, blocked, op, permits, now)
+  if packed then
+    if ttl then call('SET', key, packed, 'PX', ttl) else call('SET', key, packed, 'KEEPTTL') end
+    raw = packed
+  end
+  if raw then remember(key, raw) end
+  return res
+end
 
 -- The entry point, called with the command's keys and arguments (\`KEYS\`, \`ARGV\` as a script).
 local function decideBatch(KEYS, ARGV)
@@ -362,27 +138,33 @@ local function decideBatch(KEYS, ARGV)
       now = clock
     end
     if short then
-      local c, key = spec(ARGV[argi]), KEYS[keyi]
+      -- The settings' cache read here first: a call of \`spec\` per decision is a hundredth of it.
+      local text, key = ARGV[argi], KEYS[keyi]
+      local c = specs[text] or spec(text)
       argi = argi + 1
       keyi = keyi + 1
-      if c.try then
-        out[r] = c.try(c, key, '', false, op, permits, now)
-      else
-        local m = member(c, key, '', false, '', now)
-        out[r] = decide(op, permits, { m }, now)
-        if m.dirty then save(m, now) end
-      end
+      out[r] = lone(c, key, '', false, '', op, permits, now)
     elseif chain then
-      local ms = {}
+      -- Members that all keep two numbers (fixed windows, token buckets) are decided on reused arrays.
+      local twos = true
       for j = 1, count do
-        ms[j] = member(spec(ARGV[argi]), KEYS[keyi], '', false, '', now)
+        local text = ARGV[argi]
+        local c = specs[text] or spec(text)
+        PC[j], PK[j] = c, KEYS[keyi]
+        if c.width ~= 2 then twos = false end
         argi = argi + 1
         keyi = keyi + 1
       end
-      out[r] = decide(op, permits, ms, now)
-      for j = 1, count do
-        local m = ms[j]
-        if m.dirty then save(m, now) end
+      if twos then
+        out[r] = pairChain(op, permits, count, now)
+      else
+        local ms, leases = {}, false
+        for j = 1, count do
+          local c = PC[j]
+          if c.cc then leases = true end
+          ms[j] = member(c, PK[j], '', false, '', now, true)
+        end
+        out[r] = settle(op, permits, ms, now, leases)
       end
     elseif op == 'x' or op == 'n' then
       -- A concurrency lease released or renewed: its own entry only, no member state read (a time-based member
@@ -399,22 +181,22 @@ local function decideBatch(KEYS, ARGV)
       out[r] = ''
     else
       local c = count == 1 and (op == 't' or op == 'w') and spec(ARGV[argi])
-      if c and c.try then
-        out[r] = c.try(c, KEYS[keyi], ARGV[argi + 1], ARGV[argi + 2] == '1', op, permits, now)
+      if c then
+        out[r] = lone(c, KEYS[keyi], ARGV[argi + 1], ARGV[argi + 2] == '1', ARGV[argi + 3], op, permits, now)
         argi = argi + 4
         keyi = keyi + 1
       else
-        local ms = {}
+        -- Only tries and queued attempts are decided on known states: a peek or a refund reads Redis's.
+        local speculate = op == 't' or op == 'w'
+        local ms, leases = {}, false
         for j = 1, count do
-          ms[j] = member(spec(ARGV[argi]), KEYS[keyi], ARGV[argi + 1], ARGV[argi + 2] == '1', ARGV[argi + 3], now)
+          local c = spec(ARGV[argi])
+          if c.cc then leases = true end
+          ms[j] = member(c, KEYS[keyi], ARGV[argi + 1], ARGV[argi + 2] == '1', ARGV[argi + 3], now, speculate)
           argi = argi + 4
           keyi = keyi + 1
         end
-        out[r] = decide(op, permits, ms, now)
-        for j = 1, count do
-          local m = ms[j]
-          if m.dirty then save(m, now) end
-        end
+        out[r] = settle(op, permits, ms, now, leases)
       end
     end
   end

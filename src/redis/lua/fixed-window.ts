@@ -41,4 +41,66 @@ local FW = {
   -- Same window, and the stored TTL was already its end (count > 0): the key's expiry stands (SET KEEPTTL).
   sameExpiry = function(m, oldStart, oldCount, s) return oldStart == s[1] and oldCount > 0 end,
 }
+
+-- The most common decision, a lone fixed window tried (op 't' or 'w'), inlined on locals: what \`member\`,
+-- \`decide\` and \`save\` do for it, operation for operation (FW's functions written out), without the member
+-- and state tables. Decided on \`raw\`, the packed state (false: none); answers the reply, then the state to
+-- write (nil: none) and its TTL (nil: the key's expiry stands), for \`lone\` to read and write.
+local function fixedWindowTry(c, raw, origin, blocked, op, permits, now)
+  local limit, w = c.limit, c.p1
+  local start, count, extra
+  if raw then start, count, extra = munpack(raw) end
+  local before, second
+  if count ~= nil and extra == nil then
+    before, second = start, count
+  else
+    -- A fresh state (or one of another width, as \`unpacked\` says), anchored as \`FW.init\` anchors it.
+    if origin == '' then start = now else start = tonumber(origin) end
+    count = 0
+  end
+  if now - start >= w then
+    start = start + floor((now - start) / w) * w
+    count = 0
+  end
+  local dirty = start ~= before
+  local keepTtl = before ~= nil and before == start and second > 0
+  local need = permits
+  if need == 0 then need = 1 end
+  local res
+  if limit - count >= need and (permits == 0 or not blocked) then
+    if permits > 0 then
+      count = count + permits
+      dirty = true
+      local reset = 0
+      if count ~= 0 then reset = start + w - now end
+      local left = limit - count
+      if left < 0 then left = 0 end
+      -- grantedText written out for whole numbers (the call is a sixtieth of the decision).
+      if left % 1 == 0 and reset % 1 == 0 and left < 1e15 and reset < 1e15 and reset > -1e15 then
+        res = format('1,%d,%d', left, reset)
+      else
+        res = grantedText(left, reset)
+      end
+    else
+      res = '1,' .. num(limit - count) .. ','
+    end
+  else
+    if op == 't' and permits > 0 and c.countRejected then
+      count = count + permits
+      dirty = true
+    end
+    local retry = 0
+    if limit - count < need then retry = start + w - now end
+    local reset = 0
+    if count ~= 0 then reset = start + w - now end
+    retry = num(retry)
+    res = '0,1,' .. retry .. ',' .. retry .. ',' .. num(max(0, limit - count)) .. ',' .. num(reset)
+  end
+  if not dirty then return res end
+  if keepTtl then return res, mpack(start, count) end
+  local ttl = 0
+  if count ~= 0 then ttl = ceil(start + w - now) end
+  if ttl ~= ttl or ttl < 1 then ttl = 1 end
+  return res, mpack(start, count), ttl + c.pad
+end
 `;

@@ -3,6 +3,15 @@
  * number is written so it reads back into exactly the same double: whole numbers by Lua itself, fractions with
  * `%.17g`. States are stored with `cmsgpack` (doubles kept bit for bit, and parsed in C): the Redis store
  * answers the same fractions as memory.
+ *
+ * Known states: as a Function (Redis >= 7), the library remembers the last state it read or wrote under each
+ * key (bounded), decides on it, and writes the result with `SET … GET KEEPTTL`, which answers the state Redis had:
+ * when that is the one remembered (nearly always: the decisions on a key all run through this library), the
+ * decision stands on one command instead of a `GET` and a `SET` — each command a script calls costs Redis more
+ * than the decision's own arithmetic. When it is not (the key expired, another version or a script wrote it,
+ * a failover), the write is undone (KEEPTTL kept the expiry) and the decision is made again on Redis's state.
+ * So what Redis holds, and every answer, is what reading first would give. `SPECULATE` is false in the script
+ * form (its body runs anew on every call, and Redis 6.0 has no `SET … GET`).
  */
 export const PRELUDE = `
 local EPSILON = 1e-9
@@ -49,18 +58,41 @@ local function millis(micros)
   if digits == 4 then return byte(micros, 1) - 48 end
   return 0
 end
-local function readState(key, width)
-  local raw = call('GET', key)
+-- The last state this library read or wrote under a key (its packed string), at most KNOWN_LIMIT keys.
+local KNOWN_LIMIT = 10000
+local known, knownCount = {}, 0
+local function remember(key, raw)
+  if not SPECULATE then return end
+  if known[key] == nil then
+    if knownCount >= KNOWN_LIMIT then known, knownCount = {}, 0 end
+    knownCount = knownCount + 1
+  end
+  known[key] = raw
+end
+-- The state last known under \`key\`, or nil (always, in the script form).
+local function knownState(key)
+  return SPECULATE and known[key]
+end
+-- A packed state's table, or nil: none, or one of another width.
+local function unpacked(raw, width)
   if not raw then return nil end
   local s = { munpack(raw) }
   if #s ~= width then return nil end
   return s
 end
-local function writeState(key, s, ttl, keepTtl)
-  if keepTtl then
-    call('SET', key, mpack(unpack(s)), 'KEEPTTL')
-  else
-    call('SET', key, mpack(unpack(s)), 'PX', ttl)
+-- A grant's answer \`1,remaining,reset\`: both whole (the common case) in one format call, where writing each
+-- number alone and then joining them makes a string per number.
+local function grantedText(left, reset)
+  if left % 1 == 0 and reset % 1 == 0 and left < 1e15 and left > -1e15 and reset < 1e15 and reset > -1e15 then
+    return format('1,%d,%d', left, reset)
   end
+  return '1,' .. num(left) .. ',' .. num(reset)
+end
+-- \`a,b\` as \`num\` writes each, in one format call when both are whole.
+local function pairText(a, b)
+  if a % 1 == 0 and b % 1 == 0 and a < 1e15 and a > -1e15 and b < 1e15 and b > -1e15 then
+    return format('%d,%d', a, b)
+  end
+  return num(a) .. ',' .. num(b)
 end
 `;

@@ -57,6 +57,9 @@ local SW = {
     return 0
   end,
   isFull = function(m, s) return s[3] <= 0 end,
+  -- A try (\`singleTry\`) into a current segment that already holds permits keeps the state's time to full (the
+  -- window's end from that segment): the key's expiry stands, on a whole-millisecond clock.
+  keepsOnTake = function(m, before, s, now) return before == s[1] and s[4 + s[2]] > 0 and now % 1 == 0 end,
   -- A refund (op 'r'): the grant's segment leaves the window \`expected\` ms from now, as the client reckons it;
   -- k segments back from the current one, if still in the window.
   refund = function(m, s, n, expected, now)
