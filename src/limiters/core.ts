@@ -27,6 +27,17 @@ export interface CoreOptions {
   readonly clock: Clock;
 }
 
+/**
+ * How many times a limit changed in this process (`setLimit`). Whatever caches text built from a limit (the
+ * `RateLimit-Policy` items of hot keys) compares it with the count it was built at: one number per request.
+ */
+export const LIMIT_CHANGES = { count: 0 };
+
+/** What identifies a limiter's settings: two specs with equal signatures decide alike and may share storage. */
+export function signatureOf(algorithm: Algorithm, options: CoreOptions): string {
+  return `${algorithm.signature}|q${options.queueLimit}:${options.queueOrder}:${options.countRejected ? 1 : 0}`;
+}
+
 /** A queued acquisition. `admit`, when set, takes over the grant (a chain checks its other members). */
 export interface CoreWaiter extends Waiter {
   resolve(lease: Lease): void;
@@ -47,6 +58,8 @@ export interface CoreWaiter extends Waiter {
  */
 export class LimiterCore implements PermitOwner, RefundOwner {
   readonly table: MemoryTable;
+  /** {@link signatureOf} the settings it decides with now (they change with {@link retune}). */
+  signature: string;
   /** Totals over every partition: requests granted and rejected (probes and cancellations are not counted). */
   granted = 0;
   rejected = 0;
@@ -63,10 +76,12 @@ export class LimiterCore implements PermitOwner, RefundOwner {
   private timerAt = Number.POSITIVE_INFINITY;
 
   constructor(
-    readonly algorithm: Algorithm,
+    /** The parameters every state here is decided with; replaced, never mutated, by {@link retune}. */
+    public algorithm: Algorithm,
     readonly options: CoreOptions,
   ) {
     this.table = new MemoryTable(algorithm.width);
+    this.signature = signatureOf(algorithm, options);
     this.newestFirst = options.queueOrder === 'newest-first';
   }
 
@@ -248,7 +263,8 @@ export class LimiterCore implements PermitOwner, RefundOwner {
   enqueue(slot: number, waiter: CoreWaiter, now: number): boolean {
     const limit = this.options.queueLimit;
     const need = waiter.permits === 0 ? 1 : waiter.permits;
-    if (need > limit) return false;
+    // More than the limit (lowered since a chain's waiter was checked) could never be served.
+    if (need > limit || waiter.permits > this.algorithm.limit) return false;
     let queue = this.queues.get(slot);
     if (queue && queue.permits + waiter.permits > limit) {
       if (!this.newestFirst) return false;
@@ -300,6 +316,43 @@ export class LimiterCore implements PermitOwner, RefundOwner {
       settle(waiter);
       waiter.resolve(keyed(this.commit(slot, waiter.permits, now), waiter.key));
     }
+    this.arm(now);
+  }
+
+  /**
+   * Decides every partition here with `next` (same kind and width) from now on, Go's `SetLimitAt`: each state is
+   * first brought to `now` under the old parameters, then made valid under the new ones (a bucket never holds
+   * more than its new limit). Held permits are not taken back: a lowered limit lets nobody in until they drain.
+   * A waiter that asks for more than the new limit can never be served and is rejected (`'limit'`); the others
+   * are served at once if the new limit lets them in, and the wake-up timer follows the new rates.
+   */
+  retune(next: Algorithm, now: number): void {
+    const previous = this.algorithm;
+    if (next.width !== previous.width || next.kind !== previous.kind) {
+      throw new TypeError(`floodgate: cannot retune a ${previous.kind} state to ${next.kind}`);
+    }
+    const s = this.table.states;
+    const width = previous.width;
+    const extent = this.table.extent;
+    for (let o = 0; o < extent * width; o += width) {
+      previous.advance(s, o, now);
+      next.retuned(s, o);
+    }
+    this.algorithm = next;
+    this.signature = signatureOf(next, this.options);
+    if (this.waiting === 0) return;
+    for (const queue of [...this.queues.values()]) {
+      for (let w = queue.head; w !== undefined; ) {
+        const after = w.next as CoreWaiter | undefined;
+        if (w.permits > next.limit) {
+          this.unqueue(queue, w);
+          settle(w);
+          w.resolve(keyed(this.reject(queue.slot, w.permits, now, 'limit'), w.key));
+        }
+        w = after;
+      }
+    }
+    for (const slot of [...this.queues.keys()]) this.drain(slot, now);
     this.arm(now);
   }
 

@@ -1,5 +1,5 @@
 import type { Algorithm } from '../algorithms/algorithm.ts';
-import { type CoreOptions, LimiterCore } from './core.ts';
+import { type CoreOptions, LIMIT_CHANGES, LimiterCore } from './core.ts';
 import type { Lease } from './lease.ts';
 import { checkPermits } from './options.ts';
 import { MEMORY, type MemoryStore } from './store.ts';
@@ -32,6 +32,10 @@ export interface LimiterSpec {
   readonly signature: string;
   /** @internal Builds the decision engine a partitioned limiter keeps for this spec (default: a `LimiterCore`). */
   createCore?(): LimiterCore;
+  /** @internal A partitioned limiter decides partitions of this spec in `core`: a change of limit applies there too. */
+  attach?(core: LimiterCore): void;
+  /** @internal A remote store decides with these settings (`by` names where): from now on they may not change. */
+  freeze?(by: string): void;
 }
 
 /**
@@ -39,19 +43,65 @@ export interface LimiterSpec {
  * `concurrency`); every limiter is also a {@link LimiterSpec} for `partitioned`.
  */
 export abstract class RateLimiter implements LimiterSpec {
-  readonly signature: string;
   /** @internal */
   readonly core: LimiterCore;
+  /** The cores of partitioned limiters built from it, held weakly: `setLimit` changes their partitions too. */
+  #attached: WeakRef<LimiterCore>[] | undefined;
+  /** Where a remote store took these settings, which it sends with each call and cannot follow. */
+  #frozenBy: string | undefined;
 
   protected constructor(
+    /** Its parameters now (`setLimit` replaces them). */
     readonly algorithm: Algorithm,
     readonly options: CoreOptions,
     core: LimiterCore = new LimiterCore(algorithm, options),
   ) {
-    this.signature = `${algorithm.signature}|q${options.queueLimit}:${options.queueOrder}:${options.countRejected ? 1 : 0}`;
     this.core = core;
     this.core.source = this;
     this.core.allocate(options.clock.now());
+  }
+
+  /** What identifies its settings now: two specs with equal signatures decide alike and may share storage. */
+  get signature(): string {
+    return this.core.signature;
+  }
+
+  /** @internal */
+  attach(core: LimiterCore): void {
+    if (core === this.core) return;
+    this.#attached ??= [];
+    const attached = this.#attached;
+    for (let i = attached.length - 1; i >= 0; i--) {
+      const known = attached[i].deref();
+      if (known === core) return;
+      if (known === undefined) attached.splice(i, 1);
+    }
+    attached.push(new WeakRef(core));
+  }
+
+  /** @internal */
+  freeze(by: string): void {
+    this.#frozenBy ??= by;
+  }
+
+  /**
+   * Decides with `next` from now on, here and in every partition built from this limiter (Go's `SetLimitAt`: each
+   * state is brought to now under the old parameters first). See the subclasses' `setLimit`.
+   */
+  protected retune(where: string, next: Algorithm): void {
+    if (this.#frozenBy !== undefined) {
+      throw new TypeError(
+        `${where}: this limiter gives its settings to a Redis limiter (${this.#frozenBy}), whose state every process shares; limits on Redis cannot change at run time: build a new Redis limiter with the new settings`,
+      );
+    }
+    const now = this.options.clock.now();
+    this.core.retune(next, now);
+    for (const ref of this.#attached ?? []) {
+      const core = ref.deref();
+      core?.retune(next, core.options.clock.now());
+    }
+    (this as { algorithm: Algorithm }).algorithm = next;
+    LIMIT_CHANGES.count++;
   }
 
   /** The most permits one request may ask for. */
