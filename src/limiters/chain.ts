@@ -113,7 +113,7 @@ export class ChainLimiter<R = void> {
       const waiter = newWaiter(permits, now, resolve, reject, signal, (from, _slot, at) =>
         this.admit(bound, waiter, from, at),
       );
-      waiter.rank = rank;
+      if (rank !== undefined) waiter.rank = rank;
       if (!core.enqueue(bound.slots[blocked], waiter, now)) {
         resolve(this.rejection(bound, blocked, permits, core.fullReason(), rank));
       }

@@ -2,6 +2,7 @@ import type { Algorithm } from '../algorithms/algorithm.ts';
 import { type CoreOptions, LIMIT_CHANGES, LimiterCore } from './core.ts';
 import type { Lease } from './lease.ts';
 import { checkPermits } from './options.ts';
+import { DEFAULT_RANK, type Priority, rankOf } from './priority.ts';
 import { MEMORY, type MemoryStore } from './store.ts';
 
 /** What a limiter reports about itself. */
@@ -20,6 +21,11 @@ export interface Statistics {
 export interface AcquireOptions {
   /** Aborting it removes a waiting request from the queue at once; its promise rejects with the signal's reason. */
   signal?: AbortSignal;
+  /**
+   * The request's class. Default `'default'`. A waiter is never served while one of a higher class waits in the
+   * same queue, and a full queue evicts lower classes first; `adaptiveConcurrency()` also sheds by class.
+   */
+  priority?: Priority;
 }
 
 /**
@@ -114,10 +120,15 @@ export abstract class RateLimiter implements LimiterSpec {
     return MEMORY;
   }
 
-  /** Decides now and never waits. `permits = 0` probes: granted when a permit is available, consuming nothing. */
-  tryAcquire(permits = 1): Lease {
+  /**
+   * Decides now and never waits. `permits = 0` probes: granted when a permit is available, consuming nothing.
+   * `priority` is the request's class: it is not granted ahead of waiters of a higher class (nor, oldest-first,
+   * of its own).
+   */
+  tryAcquire(permits = 1, priority?: Priority): Lease {
     if (permits !== 1) checkPermits(permits, this.algorithm.limit);
-    return this.core.tryAcquire(0, permits, this.options.clock.now());
+    const rank = priority === undefined ? DEFAULT_RANK : rankOf('priority', priority);
+    return this.core.tryAcquire(0, permits, this.options.clock.now(), true, rank);
   }
 
   /**
@@ -125,12 +136,15 @@ export abstract class RateLimiter implements LimiterSpec {
    * with a rejected lease (`'limit'`, or `'queue-full'` when there is a queue). Charged once, when admitted.
    */
   acquire(permits = 1, options?: AcquireOptions): Promise<Lease> {
+    let rank = DEFAULT_RANK;
     try {
       checkPermits(permits, this.algorithm.limit);
+      const priority = options?.priority;
+      if (priority !== undefined) rank = rankOf('priority', priority);
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.core.acquire(0, permits, options?.signal);
+    return this.core.acquire(0, permits, options?.signal, undefined, rank);
   }
 
   /** Permits available and queued now, and the totals granted and rejected. */
