@@ -127,8 +127,9 @@ export abstract class RateLimiter implements LimiterSpec {
    */
   tryAcquire(permits = 1, priority?: Priority): Lease {
     if (permits !== 1) checkPermits(permits, this.algorithm.limit);
-    const rank = priority === undefined ? DEFAULT_RANK : rankOf('priority', priority);
-    return this.core.tryAcquire(0, permits, this.options.clock.now(), true, rank);
+    const now = this.options.clock.now();
+    if (priority === undefined) return this.core.tryAcquire(0, permits, now);
+    return this.core.tryAcquire(0, permits, now, true, rankOf('priority', priority));
   }
 
   /**
