@@ -117,8 +117,8 @@ export class PartitionedLimiter<R> {
   }
 
   /**
-   * Decides now for `resource`'s partition and never waits. `priority` is the request's class, for partitions of
-   * an `adaptiveConcurrency()` limiter (other limiters have no classes and ignore it).
+   * Decides now for `resource`'s partition and never waits. `priority` is the request's class: it is not granted
+   * past waiters of a higher class in the partition's queue (an `adaptiveConcurrency()` one also sheds by class).
    */
   tryAcquire(resource: R, permits = 1, priority?: Priority): Lease {
     return this.tryAcquireKey(keyFor(this, resource), permits, true, priority);

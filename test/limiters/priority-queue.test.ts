@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import {
+  adaptiveConcurrency,
   concurrency,
   fixedWindow,
   type Lease,
@@ -303,4 +304,41 @@ test('a bad priority is a TypeError naming it, and nothing is queued', async () 
   );
   await assert.rejects(limiter.acquire(1, { priority: Number.NaN }), TypeError);
   assert.equal(limiter.statistics().queued, 0);
+});
+
+test('adaptiveConcurrency shares the queue: it no longer evicts a lower class for a newcomer that still does not fit', async () => {
+  const clock = manualClock(0);
+  const limiter = adaptiveConcurrency({
+    clock,
+    eventLoop: false,
+    algorithm: 'aimd',
+    initialLimit: 2,
+    minLimit: 2,
+    maxLimit: 2,
+    queueLimit: 3,
+    queueInterval: '10s',
+    targetDelay: '10s',
+  });
+  const held = limiter.tryAcquire(2);
+  const low = track(limiter.acquire(1, { priority: 'sheddable' }));
+  const mid = track(limiter.acquire(2));
+  const big = track(limiter.acquire(2, { priority: 'default' }));
+  await flush();
+  assert.equal(
+    big.value?.reason,
+    'queue-full',
+    'evicting the one sheddable permit would not make room for two',
+  );
+  assert.equal(low.settled, false, 'so it keeps its place');
+  const one = track(limiter.acquire(1, { priority: 'critical' }));
+  await flush();
+  assert.equal(low.value?.reason, 'evicted');
+  held.release();
+  await flush();
+  assert.equal(one.value?.granted, true, 'the critical waiter first');
+  assert.equal(mid.settled, false);
+  one.value!.release();
+  await flush();
+  assert.equal(mid.value?.granted, true);
+  mid.value!.release();
 });

@@ -53,7 +53,7 @@ export class RouteLimits {
   readonly keyed: boolean;
   /**
    * Decides now for a keyed request; never waits. Memory limiters only: a route on a Redis store uses
-   * {@link remote}. `rank` is the request's class (see {@link priority}), for adaptive members.
+   * {@link remote}. `rank` is the request's class (see {@link priority}), for every member.
    */
   readonly tryAcquire: (resource: unknown, rank?: number) => Lease;
   /**
