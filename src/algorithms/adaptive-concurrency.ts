@@ -53,6 +53,9 @@ export class AdaptiveConcurrency implements Algorithm {
     return s[o] === 0 ? 0 : Number.NaN;
   }
 
+  /** Counts stay: a lowered limit takes back nothing already granted. */
+  retuned(): void {}
+
   isFull(s: Float64Array, o: number): boolean {
     return s[o] === 0;
   }

@@ -40,6 +40,12 @@ export interface Algorithm {
   retryAfter(s: Float64Array, o: number, now: number, n: number): number;
   /** Milliseconds until the state is back to full; 0 when it is; NaN if unknown. */
   resetAfter(s: Float64Array, o: number, now: number): number;
+  /**
+   * Makes a state written under other parameters of this kind (already advanced to now under them) valid under
+   * these: `setLimit` changes parameters at run time. A bucket keeps no more tokens than its new limit; counts
+   * and held permits stay as they are (a lowered limit takes nothing back).
+   */
+  retuned(s: Float64Array, o: number): void;
   /** Whether the state is equivalent to a fresh one (so the partition can be dropped). */
   isFull(s: Float64Array, o: number): boolean;
   /** A string that identifies the parameters: two algorithms with equal signatures decide alike. */

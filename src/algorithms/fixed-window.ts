@@ -61,6 +61,9 @@ export class FixedWindow implements Algorithm {
     return s[o + 1] === 0 ? 0 : s[o] + this.windowMs - now;
   }
 
+  /** Counts stay: a lowered limit takes back nothing already granted. */
+  retuned(): void {}
+
   isFull(s: Float64Array, o: number): boolean {
     return s[o + 1] <= 0;
   }

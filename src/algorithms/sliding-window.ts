@@ -105,6 +105,9 @@ export class SlidingWindow implements Algorithm {
     return 0;
   }
 
+  /** Counts stay: a lowered limit takes back nothing already granted. */
+  retuned(): void {}
+
   isFull(s: Float64Array, o: number): boolean {
     return s[o + 2] <= 0;
   }

@@ -93,6 +93,11 @@ export class TokenBucket implements Algorithm {
     return s[o] + Math.ceil(missing / this.tokensPerPeriod) * this.periodMs - now;
   }
 
+  /** Tokens above a lowered limit are gone; a raised limit adds none (they come with time, as in Go). */
+  retuned(s: Float64Array, o: number): void {
+    if (s[o + 1] > this.limit) s[o + 1] = this.limit;
+  }
+
   isFull(s: Float64Array, o: number): boolean {
     return s[o + 1] >= this.limit;
   }

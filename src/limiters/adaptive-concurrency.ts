@@ -7,16 +7,10 @@ import {
   resolveAdaptive,
 } from './adaptive-options.ts';
 import type { LimiterCore } from './core.ts';
-import type { Lease } from './lease.ts';
-import { checkPermits } from './options.ts';
-import { type Priority, rankOf } from './priority.ts';
 import { type AcquireOptions, RateLimiter, type Statistics } from './rate-limiter.ts';
 
-/** Options of {@link AdaptiveConcurrencyLimiter.acquire}. */
-export interface AdaptiveAcquireOptions extends AcquireOptions {
-  /** The request's class. Default `'default'`. Under contention lower classes are shed first. */
-  priority?: Priority;
-}
+/** Options of `acquire` with a class: every limiter's {@link AcquireOptions} take `priority` now. */
+export type AdaptiveAcquireOptions = AcquireOptions;
 
 /** What an adaptive concurrency limiter reports: a concurrency limiter's statistics and its current limit. */
 export interface AdaptiveStatistics extends Statistics {
@@ -45,6 +39,8 @@ export class AdaptiveConcurrencyLimiter extends RateLimiter {
   declare readonly core: AdaptiveCore;
   readonly #resolved: ResolvedAdaptive;
 
+  // `tryAcquire(permits, priority)` and `acquire(permits, { signal, priority })` are RateLimiter's: its core
+  // (an AdaptiveCore) adds the brake, the reserve and the queue-delay bounds.
   constructor(options?: AdaptiveConcurrencyOptions) {
     const resolved = resolveAdaptive(options);
     const algorithm = new AdaptiveConcurrency(
@@ -61,29 +57,6 @@ export class AdaptiveConcurrencyLimiter extends RateLimiter {
   /** The limit in force now. */
   get currentLimit(): number {
     return this.core.limitOf(0);
-  }
-
-  /** Decides now and never waits; `priority` is the request's class. */
-  override tryAcquire(permits = 1, priority?: Priority): Lease {
-    if (permits !== 1) checkPermits(permits, this.algorithm.limit);
-    const rank = rankOf('priority', priority);
-    return this.core.tryAcquireClass(0, permits, rank, this.options.clock.now());
-  }
-
-  /**
-   * Grants now if it can; otherwise waits in its class's queue (bounded by `queueLimit` and by queue delay);
-   * otherwise resolves with a rejected lease (`'limit'`, `'queue-full'`, `'evicted'` by a higher class,
-   * `'queue-delay'`, `'event-loop'` under the brake).
-   */
-  override acquire(permits = 1, options?: AdaptiveAcquireOptions): Promise<Lease> {
-    let rank: number;
-    try {
-      checkPermits(permits, this.algorithm.limit);
-      rank = rankOf('priority', options?.priority);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.core.acquireClass(0, permits, rank, options?.signal);
   }
 
   override statistics(): AdaptiveStatistics {

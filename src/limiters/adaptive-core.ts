@@ -24,23 +24,18 @@ export interface AdaptiveSettings {
   readonly onLimitChange: ((limit: number, previous: number) => void) | undefined;
 }
 
-/** A waiter with its class (`rank`; undefined, as a chain without priority leaves it: `'default'`). */
-type ClassWaiter = CoreWaiter;
-
-/** One partition's learning and its queues, one per class present, highest class first. */
+/** One partition's learning and its queue (which holds the classes, highest first). */
 class SlotState {
   limit: Limit;
   window: SampleWindow;
-  queues: WaitQueue<ClassWaiter>[] = [];
-  ranks: number[] = [];
-  queuedPermits = 0;
-  waiting = 0;
+  readonly queue: WaitQueue<CoreWaiter>;
   /** When the queue was last empty: a queue not empty for `intervalMs` is standing. */
   lastEmptyAt: number;
   timer: ReturnType<typeof setTimeout> | undefined = undefined;
   timerAt = Number.POSITIVE_INFINITY;
 
-  constructor(settings: AdaptiveSettings, now: number) {
+  constructor(settings: AdaptiveSettings, now: number, slot: number, owner: AdaptiveCore) {
+    this.queue = new WaitQueue<CoreWaiter>(slot, owner);
     this.limit = settings.createLimit();
     this.window = new SampleWindow(settings.windowMs, settings.minSamples, now);
     this.lastEmptyAt = now;
@@ -76,7 +71,7 @@ export class AdaptiveCore extends LimiterCore {
 
   override allocate(now: number): number {
     const slot = super.allocate(now);
-    const state = new SlotState(this.settings, now);
+    const state = new SlotState(this.settings, now, slot, this);
     this.slots[slot] = state;
     this.table.states[slot * 2 + 1] = Math.floor(state.limit.limit);
     if (this.gauge) telemetry().concurrencyLimit.add(Math.floor(state.limit.limit), this.gaugeAttributes);
@@ -100,13 +95,13 @@ export class AdaptiveCore extends LimiterCore {
   }
 
   override isIdle(slot: number, _now: number): boolean {
-    return this.state(slot).waiting === 0 && this.heldOf(slot) === 0;
+    return this.state(slot).queue.count === 0 && this.heldOf(slot) === 0;
   }
 
   override peek(slot: number, _now: number): { available: number; queued: number } {
     return {
       available: Math.max(0, this.limitOf(slot) - this.heldOf(slot)),
-      queued: this.state(slot).queuedPermits,
+      queued: this.state(slot).queue.permits,
     };
   }
 
@@ -122,12 +117,8 @@ export class AdaptiveCore extends LimiterCore {
     const need = permits === 0 ? 1 : permits;
     if (this.heldOf(slot) + need > this.settings.classes.ceiling(rank, this.limitOf(slot))) return false;
     if (permits === 0) return true;
-    const state = this.state(slot);
-    if (state.waiting === 0) return true;
-    for (let i = 0; i < state.ranks.length && state.ranks[i] >= rank; i++) {
-      if (state.queues[i].count > 0) return false;
-    }
-    return true;
+    const top = this.state(slot).queue.topRank;
+    return top === undefined || top < rank;
   }
 
   /** Whether the event-loop brake is on: only critical requests are let in. */
@@ -213,7 +204,7 @@ export class AdaptiveCore extends LimiterCore {
     if (this.canGrantClass(slot, permits, rank, now))
       return Promise.resolve(keyed(this.commit(slot, permits, now), key));
     return new Promise<Lease>((resolve, reject) => {
-      const waiter: ClassWaiter = newWaiter(permits, now, resolve, reject, signal, undefined);
+      const waiter = newWaiter(permits, now, resolve, reject, signal, undefined);
       waiter.key = key;
       waiter.rank = rank;
       if (!this.enqueue(slot, waiter, now)) {
@@ -224,28 +215,19 @@ export class AdaptiveCore extends LimiterCore {
 
   override enqueue(slot: number, waiter: CoreWaiter, now: number): boolean {
     const state = this.state(slot);
-    const rank = (waiter as ClassWaiter).rank ?? DEFAULT_RANK;
+    const queue = state.queue;
     const limit = this.options.queueLimit;
     this.expire(slot, state, now);
     if ((waiter.permits === 0 ? 1 : waiter.permits) > limit) return false;
     // Make room by evicting the lowest class below this one, oldest first; within its own class only
-    // newest-first evicts.
-    while (state.queuedPermits + waiter.permits > limit) {
-      const victim = this.victim(state, rank);
-      if (victim === undefined) return false;
-      this.evict(slot, victim, now, 'evicted');
+    // newest-first evicts; nobody is evicted unless that makes room.
+    if (queue.permits + waiter.permits > limit) {
+      const lifo = this.options.queueOrder === 'newest-first';
+      if (queue.permits - queue.permitsBelow(waiter.rank, lifo) + waiter.permits > limit) return false;
+      while (queue.permits + waiter.permits > limit) this.evict(slot, queue.lowest()!, now, 'evicted');
     }
-    if (state.waiting === 0) state.lastEmptyAt = now;
-    let index = state.ranks.indexOf(rank);
-    if (index < 0) {
-      index = state.ranks.findIndex((r) => r < rank);
-      if (index < 0) index = state.ranks.length;
-      state.ranks.splice(index, 0, rank);
-      state.queues.splice(index, 0, new WaitQueue<ClassWaiter>(slot, this));
-    }
-    state.queues[index].push(waiter as ClassWaiter);
-    state.queuedPermits += waiter.permits;
-    state.waiting++;
+    if (queue.count === 0) state.lastEmptyAt = now;
+    queue.push(waiter);
     this.queuedPermits += waiter.permits;
     this.waiting++;
     listenForAbort(waiter);
@@ -257,11 +239,9 @@ export class AdaptiveCore extends LimiterCore {
     if (waiter.queue !== queue) return;
     const state = this.state(queue.slot);
     queue.remove(waiter);
-    state.queuedPermits -= waiter.permits;
-    state.waiting--;
     this.queuedPermits -= waiter.permits;
     this.waiting--;
-    if (state.waiting === 0) {
+    if (queue.count === 0) {
       state.lastEmptyAt = this.options.clock.now();
       if (state.timer !== undefined) clearTimeout(state.timer);
       state.timer = undefined;
@@ -271,22 +251,14 @@ export class AdaptiveCore extends LimiterCore {
 
   override drain(slot: number, now: number): void {
     const state = this.state(slot);
+    const queue = state.queue;
     this.expire(slot, state, now);
     const lifo = this.options.queueOrder === 'newest-first' || this.standing(state, now);
     for (;;) {
-      let queue: WaitQueue<ClassWaiter> | undefined;
-      let rank = DEFAULT_RANK;
-      for (let i = 0; i < state.queues.length; i++) {
-        if (state.queues[i].count > 0) {
-          queue = state.queues[i];
-          rank = state.ranks[i];
-          break;
-        }
-      }
-      if (queue === undefined) break;
-      const waiter = (lifo ? queue.tail : queue.head)!;
+      const waiter = lifo ? queue.newest() : queue.head;
+      if (waiter === undefined) break;
       const need = waiter.permits === 0 ? 1 : waiter.permits;
-      if (this.heldOf(slot) + need > this.settings.classes.ceiling(rank, this.limitOf(slot))) break;
+      if (this.heldOf(slot) + need > this.settings.classes.ceiling(waiter.rank, this.limitOf(slot))) break;
       if (waiter.admit) {
         waiter.admit(this, slot, now);
         if (waiter.queue === queue) break; // still blocked elsewhere
@@ -296,7 +268,7 @@ export class AdaptiveCore extends LimiterCore {
       settle(waiter);
       waiter.resolve(keyed(this.commit(slot, waiter.permits, now), waiter.key));
     }
-    if (state.waiting > 0) this.armSlot(slot, state, now);
+    if (queue.count > 0) this.armSlot(slot, state, now);
   }
 
   override releasePermits(slot: number, permits: number, heldSince: number, outcome?: ReleaseOutcome): void {
@@ -319,7 +291,7 @@ export class AdaptiveCore extends LimiterCore {
         this.settings.onLimitChange?.(next, previous);
       }
     }
-    if (state.waiting > 0) this.drain(slot, now);
+    if (state.queue.count > 0) this.drain(slot, now);
   }
 
   private state(slot: number): SlotState {
@@ -327,38 +299,29 @@ export class AdaptiveCore extends LimiterCore {
   }
 
   private standing(state: SlotState, now: number): boolean {
-    return state.waiting > 0 && now - state.lastEmptyAt > this.settings.intervalMs;
+    return state.queue.count > 0 && now - state.lastEmptyAt > this.settings.intervalMs;
   }
 
-  /** Rejects waiters past their queue-delay bound ('queue-delay'), oldest first. */
+  /** Rejects waiters past their queue-delay bound ('queue-delay'), oldest of each class first. */
   private expire(slot: number, state: SlotState, now: number): void {
-    if (state.waiting === 0) return;
+    const queue = state.queue;
+    if (queue.count === 0) return;
     const bound = this.standing(state, now) ? this.settings.targetDelayMs : this.settings.intervalMs;
-    for (let i = 0; i < state.queues.length; i++) {
-      const queue = state.queues[i];
-      while (queue.head !== undefined && now - queue.head.enqueuedAt > bound) {
-        this.evict(slot, queue.head, now, 'queue-delay');
-      }
+    for (let expired = true; expired; ) {
+      expired = false;
+      queue.firstOfEachClass((first) => {
+        if (now - first.enqueuedAt <= bound) return;
+        this.evict(slot, first, now, 'queue-delay');
+        expired = true;
+      });
     }
-  }
-
-  private victim(state: SlotState, rank: number): ClassWaiter | undefined {
-    for (let i = state.queues.length - 1; i >= 0; i--) {
-      const r = state.ranks[i];
-      if (r > rank) break;
-      if (r === rank && this.options.queueOrder !== 'newest-first') break;
-      if (state.queues[i].head !== undefined) return state.queues[i].head;
-    }
-    return undefined;
   }
 
   /** Takes `waiter` out and answers it with a rejection (a chain's waiter is answered by its own rejection). */
-  private evict(slot: number, waiter: ClassWaiter, now: number, reason: RejectionReason): void {
+  private evict(slot: number, waiter: CoreWaiter, now: number, reason: RejectionReason): void {
     this.unqueue(waiter.queue as WaitQueue<CoreWaiter>, waiter);
     settle(waiter);
-    waiter.resolve(
-      keyed(this.rejectClass(slot, waiter.permits, waiter.rank ?? DEFAULT_RANK, now, reason), waiter.key),
-    );
+    waiter.resolve(keyed(this.rejectClass(slot, waiter.permits, waiter.rank, now, reason), waiter.key));
   }
 
   /** One timer per partition with waiters, at the next moment a waiter passes its queue-delay bound. */
@@ -366,16 +329,14 @@ export class AdaptiveCore extends LimiterCore {
     let earliest = Number.POSITIVE_INFINITY;
     const { intervalMs, targetDelayMs } = this.settings;
     const standingAt = state.lastEmptyAt + intervalMs;
-    for (const queue of state.queues) {
-      const head = queue.head;
-      if (head === undefined) continue;
+    state.queue.firstOfEachClass((head) => {
       // Bounded by the interval until the queue stands, by the target after.
       const due = Math.min(
         head.enqueuedAt + intervalMs,
         Math.max(standingAt, head.enqueuedAt + targetDelayMs),
       );
       if (due < earliest) earliest = due;
-    }
+    });
     if (earliest === state.timerAt) return;
     if (state.timer !== undefined) clearTimeout(state.timer);
     state.timer = undefined;

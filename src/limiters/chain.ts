@@ -25,7 +25,7 @@ export type ChainResource<M extends readonly unknown[]> = {
 
 /** A chain's `tryAcquire`/`statistics` arguments: the resource first when a member is partitioned. */
 export type ChainArgs<R> = [R] extends [void] ? [permits?: number] : [resource: R, permits?: number];
-/** A chain's `tryAcquire` arguments: {@link ChainArgs} and the request's class (for adaptive members). */
+/** A chain's `tryAcquire` arguments: {@link ChainArgs} and the request's class. */
 export type ChainTryArgs<R> = [R] extends [void]
   ? [permits?: number, priority?: Priority]
   : [resource: R, permits?: number, priority?: Priority];
@@ -67,7 +67,7 @@ export class ChainLimiter<R = void> {
 
   /**
    * Decides now for every member, all or nothing, and never waits. The last argument, `priority`, is the
-   * request's class for its `adaptiveConcurrency()` members (the others ignore it).
+   * request's class, passed to every member (their queues serve higher classes first).
    */
   tryAcquire(...args: ChainTryArgs<R>): Lease {
     const [resource, permits] = this.split(args);
@@ -113,7 +113,7 @@ export class ChainLimiter<R = void> {
       const waiter = newWaiter(permits, now, resolve, reject, signal, (from, _slot, at) =>
         this.admit(bound, waiter, from, at),
       );
-      waiter.rank = rank;
+      if (rank !== undefined) waiter.rank = rank;
       if (!core.enqueue(bound.slots[blocked], waiter, now)) {
         resolve(this.rejection(bound, blocked, permits, core.fullReason(), rank));
       }

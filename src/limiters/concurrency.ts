@@ -33,6 +33,19 @@ export class ConcurrencyLimiter extends RateLimiter {
     rejectUnknown('concurrency', options, CONCURRENCY_OPTION_NAMES);
     super(new Concurrency(permitLimit), queueAndClock('concurrency', options));
   }
+
+  /**
+   * Changes `permitLimit` from now on, here and in every partition built from this limiter. Raised, waiters
+   * that now fit are admitted at once, in queue order. Lowered, no lease is taken back: permits held above the
+   * new limit drain as they are released, and nothing is granted until fewer than it are held. A waiter asking
+   * for more than the new limit is rejected (`'limit'`). A `RangeError`, as at construction, for a bad value.
+   */
+  setLimit(permitLimit: number): void {
+    this.retune(
+      'concurrency.setLimit',
+      new Concurrency(integer('concurrency.setLimit: permitLimit', permitLimit, 1)),
+    );
+  }
 }
 
 /** A concurrency limiter. See {@link ConcurrencyLimiter}. */

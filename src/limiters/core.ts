@@ -9,6 +9,7 @@ import {
   type RejectionReason,
   type ReleaseOutcome,
 } from './lease.ts';
+import { DEFAULT_RANK } from './priority.ts';
 import { type Waiter, WaitQueue } from './wait-queue.ts';
 
 /** A monotonic clock in milliseconds. */
@@ -27,6 +28,17 @@ export interface CoreOptions {
   readonly clock: Clock;
 }
 
+/**
+ * How many times a limit changed in this process (`setLimit`). Whatever caches text built from a limit (the
+ * `RateLimit-Policy` items of hot keys) compares it with the count it was built at: one number per request.
+ */
+export const LIMIT_CHANGES = { count: 0 };
+
+/** What identifies a limiter's settings: two specs with equal signatures decide alike and may share storage. */
+export function signatureOf(algorithm: Algorithm, options: CoreOptions): string {
+  return `${algorithm.signature}|q${options.queueLimit}:${options.queueOrder}:${options.countRejected ? 1 : 0}`;
+}
+
 /** A queued acquisition. `admit`, when set, takes over the grant (a chain checks its other members). */
 export interface CoreWaiter extends Waiter {
   resolve(lease: Lease): void;
@@ -36,8 +48,6 @@ export interface CoreWaiter extends Waiter {
   admit: ((core: LimiterCore, slot: number, now: number) => void) | undefined;
   /** The partition key its lease will carry. */
   key: string | undefined;
-  /** Its class, for a core with classes (an adaptive one); undefined: `'default'`. */
-  rank: number | undefined;
 }
 
 /**
@@ -47,6 +57,8 @@ export interface CoreWaiter extends Waiter {
  */
 export class LimiterCore implements PermitOwner, RefundOwner {
   readonly table: MemoryTable;
+  /** {@link signatureOf} the settings it decides with now (they change with {@link retune}). */
+  signature: string;
   /** Totals over every partition: requests granted and rejected (probes and cancellations are not counted). */
   granted = 0;
   rejected = 0;
@@ -63,10 +75,12 @@ export class LimiterCore implements PermitOwner, RefundOwner {
   private timerAt = Number.POSITIVE_INFINITY;
 
   constructor(
-    readonly algorithm: Algorithm,
+    /** The parameters every state here is decided with; replaced, never mutated, by {@link retune}. */
+    public algorithm: Algorithm,
     readonly options: CoreOptions,
   ) {
     this.table = new MemoryTable(algorithm.width);
+    this.signature = signatureOf(algorithm, options);
     this.newestFirst = options.queueOrder === 'newest-first';
   }
 
@@ -107,15 +121,17 @@ export class LimiterCore implements PermitOwner, RefundOwner {
   }
 
   /**
-   * Whether `permits` could be granted to a new arrival now: enough available, and, oldest-first, nobody
-   * waiting ahead of it. A zero-permit probe needs one permit available.
+   * Whether `permits` of class `rank` could be granted to a new arrival now: enough available, and nobody of a
+   * higher class waiting, nor (oldest-first) of its own class. A zero-permit probe needs one permit available.
    */
-  canGrant(slot: number, permits: number, now: number, _rank?: number): boolean {
+  canGrant(slot: number, permits: number, now: number, rank = DEFAULT_RANK): boolean {
     const o = slot * this.algorithm.width;
     const s = this.table.states;
     this.algorithm.advance(s, o, now);
     if (this.algorithm.available(s, o) < (permits === 0 ? 1 : permits)) return false;
-    return permits === 0 || this.newestFirst || this.waiting === 0 || !this.queues.has(slot);
+    if (permits === 0 || this.waiting === 0) return true;
+    const top = this.queues.get(slot)?.head?.rank;
+    return top === undefined || top < rank || (this.newestFirst && top === rank);
   }
 
   /**
@@ -207,9 +223,9 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     );
   }
 
-  /** Decides now, never waits. `rank` is the request's class, for a core with classes (an adaptive one). */
-  tryAcquire(slot: number, permits: number, now: number, refundable = true, _rank?: number): Lease {
-    if (this.canGrant(slot, permits, now)) return this.commit(slot, permits, now, refundable);
+  /** Decides now, never waits. `rank` is the request's class: waiters of a higher class are not overtaken. */
+  tryAcquire(slot: number, permits: number, now: number, refundable = true, rank = DEFAULT_RANK): Lease {
+    if (this.canGrant(slot, permits, now, rank)) return this.commit(slot, permits, now, refundable);
     return this.reject(slot, permits, now, 'limit');
   }
 
@@ -222,15 +238,16 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     permits: number,
     signal: AbortSignal | undefined,
     key?: string,
-    _rank?: number,
+    rank = DEFAULT_RANK,
   ): Promise<Lease> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const now = this.options.clock.now();
-    if (this.canGrant(slot, permits, now))
+    if (this.canGrant(slot, permits, now, rank))
       return Promise.resolve(keyed(this.commit(slot, permits, now), key));
     return new Promise<Lease>((resolve, reject) => {
       const waiter = newWaiter(permits, now, resolve, reject, signal, undefined);
       waiter.key = key;
+      waiter.rank = rank;
       if (!this.enqueue(slot, waiter, now))
         resolve(keyed(this.reject(slot, permits, now, this.fullReason()), key));
     });
@@ -242,18 +259,21 @@ export class LimiterCore implements PermitOwner, RefundOwner {
   }
 
   /**
-   * Puts `waiter` in the queue of `slot` if `queueLimit` leaves room (newest-first evicts the oldest waiters to
-   * make room). Returns false, queueing nothing, when it cannot fit.
+   * Puts `waiter` in the queue of `slot` if `queueLimit` leaves room. Room is made by evicting waiters of lower
+   * classes, lowest and oldest first, and, newest-first, the oldest of its own class; nobody is evicted unless
+   * that makes room. Returns false, queueing nothing, when it cannot fit.
    */
   enqueue(slot: number, waiter: CoreWaiter, now: number): boolean {
     const limit = this.options.queueLimit;
     const need = waiter.permits === 0 ? 1 : waiter.permits;
-    if (need > limit) return false;
+    // More than the limit (lowered since a chain's waiter was checked) could never be served.
+    if (need > limit || waiter.permits > this.algorithm.limit) return false;
     let queue = this.queues.get(slot);
     if (queue && queue.permits + waiter.permits > limit) {
-      if (!this.newestFirst) return false;
+      const evictable = queue.permitsBelow(waiter.rank, this.newestFirst);
+      if (queue.permits - evictable + waiter.permits > limit) return false;
       while (queue.head && queue.permits + waiter.permits > limit) {
-        const evicted = queue.head;
+        const evicted = queue.lowest()!;
         this.unqueue(queue, evicted);
         settle(evicted);
         evicted.resolve(keyed(this.reject(slot, evicted.permits, now, 'evicted'), evicted.key));
@@ -280,13 +300,16 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     if (queue.count === 0) this.queues.delete(queue.slot);
   }
 
-  /** Serves the queue of `slot` in order while permits allow; head-of-line blocking is by design. */
+  /**
+   * Serves the queue of `slot` in order (highest class first, then oldest or newest first) while permits allow;
+   * head-of-line blocking is by design: no waiter passes one of a higher class, nor an earlier one of its own.
+   */
   drain(slot: number, now: number): void {
     const algorithm = this.algorithm;
     for (;;) {
       const queue = this.queues.get(slot);
       if (!queue) break;
-      const waiter = this.newestFirst ? queue.tail : queue.head;
+      const waiter = this.newestFirst ? queue.newest() : queue.head;
       if (!waiter) break;
       const o = slot * algorithm.width;
       algorithm.advance(this.table.states, o, now);
@@ -300,6 +323,43 @@ export class LimiterCore implements PermitOwner, RefundOwner {
       settle(waiter);
       waiter.resolve(keyed(this.commit(slot, waiter.permits, now), waiter.key));
     }
+    this.arm(now);
+  }
+
+  /**
+   * Decides every partition here with `next` (same kind and width) from now on, Go's `SetLimitAt`: each state is
+   * first brought to `now` under the old parameters, then made valid under the new ones (a bucket never holds
+   * more than its new limit). Held permits are not taken back: a lowered limit lets nobody in until they drain.
+   * A waiter that asks for more than the new limit can never be served and is rejected (`'limit'`); the others
+   * are served at once if the new limit lets them in, and the wake-up timer follows the new rates.
+   */
+  retune(next: Algorithm, now: number): void {
+    const previous = this.algorithm;
+    if (next.width !== previous.width || next.kind !== previous.kind) {
+      throw new TypeError(`floodgate: cannot retune a ${previous.kind} state to ${next.kind}`);
+    }
+    const s = this.table.states;
+    const width = previous.width;
+    const extent = this.table.extent;
+    for (let o = 0; o < extent * width; o += width) {
+      previous.advance(s, o, now);
+      next.retuned(s, o);
+    }
+    this.algorithm = next;
+    this.signature = signatureOf(next, this.options);
+    if (this.waiting === 0) return;
+    for (const queue of [...this.queues.values()]) {
+      for (let w = queue.head; w !== undefined; ) {
+        const after = w.next as CoreWaiter | undefined;
+        if (w.permits > next.limit) {
+          this.unqueue(queue, w);
+          settle(w);
+          w.resolve(keyed(this.reject(queue.slot, w.permits, now, 'limit'), w.key));
+        }
+        w = after;
+      }
+    }
+    for (const slot of [...this.queues.keys()]) this.drain(slot, now);
     this.arm(now);
   }
 
@@ -318,7 +378,7 @@ export class LimiterCore implements PermitOwner, RefundOwner {
       const algorithm = this.algorithm;
       const s = this.table.states;
       for (const queue of this.queues.values()) {
-        const waiter = this.newestFirst ? queue.tail : queue.head;
+        const waiter = this.newestFirst ? queue.newest() : queue.head;
         if (!waiter) continue;
         const o = queue.slot * algorithm.width;
         const wait = algorithm.retryAfter(s, o, now, waiter.permits === 0 ? 1 : waiter.permits);
@@ -363,7 +423,7 @@ export function newWaiter(
     onAbort: undefined,
     admit,
     key: undefined,
-    rank: undefined,
+    rank: DEFAULT_RANK,
   };
 }
 

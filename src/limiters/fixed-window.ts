@@ -25,12 +25,25 @@ export const FIXED_WINDOW_OPTION_NAMES = [
  * time: that is the algorithm.
  */
 export class FixedWindowLimiter extends RateLimiter {
+  declare readonly algorithm: FixedWindow;
+
   constructor(options: FixedWindowOptions) {
     object('fixedWindow options', options);
     rejectUnknown('fixedWindow', options, FIXED_WINDOW_OPTION_NAMES);
     const permitLimit = integer('fixedWindow: permitLimit', options.permitLimit, 1);
     const window = duration('fixedWindow: window', options.window);
     super(new FixedWindow(permitLimit, window), queueAndClock('fixedWindow', options));
+  }
+
+  /**
+   * Changes `permitLimit` from now on, here and in every partition built from this limiter. Permits already
+   * counted in the current window stay counted: lowered below them, nothing more is granted until the next
+   * window; raised, the difference is available at once and waiters are served. A waiter asking for more than
+   * the new limit is rejected (`'limit'`). A `RangeError`, as at construction, for a bad value.
+   */
+  setLimit(permitLimit: number): void {
+    const limit = integer('fixedWindow.setLimit: permitLimit', permitLimit, 1);
+    this.retune('fixedWindow.setLimit', new FixedWindow(limit, this.algorithm.windowMs));
   }
 }
 

@@ -60,6 +60,10 @@ export class PartitionedLimiter<R> {
   private readonly cores: LimiterCore[] = [];
   private readonly slotKeys: (string | undefined)[][] = [];
   private readonly bySignature = new Map<string, number>();
+  // A spec seen before keeps its group of partitions even after its limit changed (and its signature with it).
+  private readonly bySpec = new WeakMap<LimiterSpec, number>();
+  private lastSpec: LimiterSpec | undefined;
+  private lastSpecIndex = 0;
   private readonly overflowSlots: number[] = [];
   readonly maxPartitions: number;
   readonly overflow: OverflowPolicy;
@@ -113,8 +117,8 @@ export class PartitionedLimiter<R> {
   }
 
   /**
-   * Decides now for `resource`'s partition and never waits. `priority` is the request's class, for partitions of
-   * an `adaptiveConcurrency()` limiter (other limiters have no classes and ignore it).
+   * Decides now for `resource`'s partition and never waits. `priority` is the request's class: it is not granted
+   * past waiters of a higher class in the partition's queue (an `adaptiveConcurrency()` one also sheds by class).
    */
   tryAcquire(resource: R, permits = 1, priority?: Priority): Lease {
     return this.tryAcquireKey(keyFor(this, resource), permits, true, priority);
@@ -238,8 +242,17 @@ export class PartitionedLimiter<R> {
         `partitioned: limiter(${JSON.stringify(key)}) must return a limiter; got ${describe(spec)}`,
       );
     }
-    let index = this.bySignature.get(spec.signature);
-    if (index !== undefined) return index;
+    if (spec === this.lastSpec) return this.lastSpecIndex;
+    let index = this.bySpec.get(spec);
+    if (index !== undefined) return this.remember(spec, index);
+    // Limiters of equal settings share one group (a tiers function may build a new limiter per key); a group
+    // whose limit changed since is no longer one of equal settings.
+    index = this.bySignature.get(spec.signature);
+    if (index !== undefined && this.cores[index].signature === spec.signature) {
+      spec.attach?.(this.cores[index]);
+      this.bySpec.set(spec, index);
+      return this.remember(spec, index);
+    }
     if (this.cores.length === MAX_SPECS) {
       throw new RangeError(
         `partitioned: limiter() returned more than ${MAX_SPECS} distinct limiter settings`,
@@ -248,9 +261,18 @@ export class PartitionedLimiter<R> {
     index = this.cores.length;
     const core = spec.createCore?.() ?? new LimiterCore(spec.algorithm, spec.options);
     core.source = this;
+    spec.attach?.(core);
     this.cores.push(core);
     this.slotKeys.push([]);
     this.bySignature.set(spec.signature, index);
+    this.bySpec.set(spec, index);
+    return this.remember(spec, index);
+  }
+
+  /** The last spec asked for and its group: one spec for every key is the usual case. */
+  private remember(spec: LimiterSpec, index: number): number {
+    this.lastSpec = spec;
+    this.lastSpecIndex = index;
     return index;
   }
 

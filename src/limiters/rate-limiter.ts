@@ -1,7 +1,8 @@
 import type { Algorithm } from '../algorithms/algorithm.ts';
-import { type CoreOptions, LimiterCore } from './core.ts';
+import { type CoreOptions, LIMIT_CHANGES, LimiterCore } from './core.ts';
 import type { Lease } from './lease.ts';
 import { checkPermits } from './options.ts';
+import { DEFAULT_RANK, type Priority, rankOf } from './priority.ts';
 import { MEMORY, type MemoryStore } from './store.ts';
 
 /** What a limiter reports about itself. */
@@ -20,6 +21,11 @@ export interface Statistics {
 export interface AcquireOptions {
   /** Aborting it removes a waiting request from the queue at once; its promise rejects with the signal's reason. */
   signal?: AbortSignal;
+  /**
+   * The request's class. Default `'default'`. A waiter is never served while one of a higher class waits in the
+   * same queue, and a full queue evicts lower classes first; `adaptiveConcurrency()` also sheds by class.
+   */
+  priority?: Priority;
 }
 
 /**
@@ -32,6 +38,10 @@ export interface LimiterSpec {
   readonly signature: string;
   /** @internal Builds the decision engine a partitioned limiter keeps for this spec (default: a `LimiterCore`). */
   createCore?(): LimiterCore;
+  /** @internal A partitioned limiter decides partitions of this spec in `core`: a change of limit applies there too. */
+  attach?(core: LimiterCore): void;
+  /** @internal A remote store decides with these settings (`by` names where): from now on they may not change. */
+  freeze?(by: string): void;
 }
 
 /**
@@ -39,19 +49,65 @@ export interface LimiterSpec {
  * `concurrency`); every limiter is also a {@link LimiterSpec} for `partitioned`.
  */
 export abstract class RateLimiter implements LimiterSpec {
-  readonly signature: string;
   /** @internal */
   readonly core: LimiterCore;
+  /** The cores of partitioned limiters built from it, held weakly: `setLimit` changes their partitions too. */
+  #attached: WeakRef<LimiterCore>[] | undefined;
+  /** Where a remote store took these settings, which it sends with each call and cannot follow. */
+  #frozenBy: string | undefined;
 
   protected constructor(
+    /** Its parameters now (`setLimit` replaces them). */
     readonly algorithm: Algorithm,
     readonly options: CoreOptions,
     core: LimiterCore = new LimiterCore(algorithm, options),
   ) {
-    this.signature = `${algorithm.signature}|q${options.queueLimit}:${options.queueOrder}:${options.countRejected ? 1 : 0}`;
     this.core = core;
     this.core.source = this;
     this.core.allocate(options.clock.now());
+  }
+
+  /** What identifies its settings now: two specs with equal signatures decide alike and may share storage. */
+  get signature(): string {
+    return this.core.signature;
+  }
+
+  /** @internal */
+  attach(core: LimiterCore): void {
+    if (core === this.core) return;
+    this.#attached ??= [];
+    const attached = this.#attached;
+    for (let i = attached.length - 1; i >= 0; i--) {
+      const known = attached[i].deref();
+      if (known === core) return;
+      if (known === undefined) attached.splice(i, 1);
+    }
+    attached.push(new WeakRef(core));
+  }
+
+  /** @internal */
+  freeze(by: string): void {
+    this.#frozenBy ??= by;
+  }
+
+  /**
+   * Decides with `next` from now on, here and in every partition built from this limiter (Go's `SetLimitAt`: each
+   * state is brought to now under the old parameters first). See the subclasses' `setLimit`.
+   */
+  protected retune(where: string, next: Algorithm): void {
+    if (this.#frozenBy !== undefined) {
+      throw new TypeError(
+        `${where}: this limiter gives its settings to a Redis limiter (${this.#frozenBy}), whose state every process shares; limits on Redis cannot change at run time: build a new Redis limiter with the new settings`,
+      );
+    }
+    const now = this.options.clock.now();
+    this.core.retune(next, now);
+    for (const ref of this.#attached ?? []) {
+      const core = ref.deref();
+      core?.retune(next, core.options.clock.now());
+    }
+    (this as { algorithm: Algorithm }).algorithm = next;
+    LIMIT_CHANGES.count++;
   }
 
   /** The most permits one request may ask for. */
@@ -64,10 +120,16 @@ export abstract class RateLimiter implements LimiterSpec {
     return MEMORY;
   }
 
-  /** Decides now and never waits. `permits = 0` probes: granted when a permit is available, consuming nothing. */
-  tryAcquire(permits = 1): Lease {
+  /**
+   * Decides now and never waits. `permits = 0` probes: granted when a permit is available, consuming nothing.
+   * `priority` is the request's class: it is not granted ahead of waiters of a higher class (nor, oldest-first,
+   * of its own).
+   */
+  tryAcquire(permits = 1, priority?: Priority): Lease {
     if (permits !== 1) checkPermits(permits, this.algorithm.limit);
-    return this.core.tryAcquire(0, permits, this.options.clock.now());
+    const now = this.options.clock.now();
+    if (priority === undefined) return this.core.tryAcquire(0, permits, now);
+    return this.core.tryAcquire(0, permits, now, true, rankOf('priority', priority));
   }
 
   /**
@@ -75,12 +137,15 @@ export abstract class RateLimiter implements LimiterSpec {
    * with a rejected lease (`'limit'`, or `'queue-full'` when there is a queue). Charged once, when admitted.
    */
   acquire(permits = 1, options?: AcquireOptions): Promise<Lease> {
+    let rank = DEFAULT_RANK;
     try {
       checkPermits(permits, this.algorithm.limit);
+      const priority = options?.priority;
+      if (priority !== undefined) rank = rankOf('priority', priority);
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.core.acquire(0, permits, options?.signal);
+    return this.core.acquire(0, permits, options?.signal, undefined, rank);
   }
 
   /** Permits available and queued now, and the totals granted and rejected. */

@@ -28,6 +28,8 @@ export const SLIDING_WINDOW_OPTION_NAMES = [
  * segment come back one full window after that segment began.
  */
 export class SlidingWindowLimiter extends RateLimiter {
+  declare readonly algorithm: SlidingWindow;
+
   constructor(options: SlidingWindowOptions) {
     object('slidingWindow options', options);
     rejectUnknown('slidingWindow', options, SLIDING_WINDOW_OPTION_NAMES);
@@ -40,6 +42,17 @@ export class SlidingWindowLimiter extends RateLimiter {
       );
     }
     super(new SlidingWindow(permitLimit, window, segments), queueAndClock('slidingWindow', options));
+  }
+
+  /**
+   * Changes `permitLimit` from now on, here and in every partition built from this limiter. Permits taken in the
+   * window so far stay counted and come back when their segment leaves it; raised, the difference is available
+   * at once and waiters are served. A waiter asking for more than the new limit is rejected (`'limit'`).
+   */
+  setLimit(permitLimit: number): void {
+    const limit = integer('slidingWindow.setLimit: permitLimit', permitLimit, 1);
+    const a = this.algorithm;
+    this.retune('slidingWindow.setLimit', new SlidingWindow(limit, a.windowMs, a.segments));
   }
 }
 

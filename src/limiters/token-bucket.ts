@@ -36,6 +36,8 @@ export const TOKEN_BUCKET_OPTION_NAMES = [
 
 /** A bucket of `tokenLimit` tokens, refilled by `tokensPerPeriod` each `period`, never above the limit. */
 export class TokenBucketLimiter extends RateLimiter {
+  declare readonly algorithm: TokenBucket;
+
   constructor(options: TokenBucketOptions) {
     object('tokenBucket options', options);
     rejectUnknown('tokenBucket', options, TOKEN_BUCKET_OPTION_NAMES);
@@ -57,6 +59,28 @@ export class TokenBucketLimiter extends RateLimiter {
       new TokenBucket(tokenLimit, tokensPerPeriod, period, replenishment),
       queueAndClock('tokenBucket', options),
     );
+  }
+
+  /**
+   * Changes `tokenLimit` (the bucket's size, Go's `SetBurst`) and, when given, `tokensPerPeriod` (its rate, Go's
+   * `SetLimit`) from now on, here and in every partition built from this limiter. The bucket is first refilled
+   * to now at the old rate (Go's `SetLimitAt`); lowered, tokens above the new size are gone; raised, no token is
+   * added (they come with time). A waiter asking for more than the new size is rejected (`'limit'`).
+   * `tokensPerPeriod` may not exceed `tokenLimit`, as at construction.
+   */
+  setLimit(tokenLimit: number, tokensPerPeriod?: number): void {
+    const a = this.algorithm;
+    const limit = integer('tokenBucket.setLimit: tokenLimit', tokenLimit, 1);
+    const rate =
+      tokensPerPeriod === undefined
+        ? a.tokensPerPeriod
+        : integer('tokenBucket.setLimit: tokensPerPeriod', tokensPerPeriod, 1);
+    if (rate > limit) {
+      throw new RangeError(
+        `tokenBucket.setLimit: tokensPerPeriod (${rate}) must not exceed tokenLimit (${limit})`,
+      );
+    }
+    this.retune('tokenBucket.setLimit', new TokenBucket(limit, rate, a.periodMs, a.replenishment));
   }
 }
 

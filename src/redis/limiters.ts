@@ -124,6 +124,17 @@ export class RedisLimiter implements Owner {
     return { available, queued, granted: this.granted, rejected: this.rejected };
   }
 
+  /**
+   * Not on Redis: a Redis limiter's state is shared by every process that uses its name, each sending its own
+   * settings with every call, so a change in one process would split them. Always a `TypeError`: deploy new
+   * settings (a new Redis limiter built from a limiter with the new limit) instead.
+   */
+  setLimit(..._args: unknown[]): never {
+    throw new TypeError(
+      `store.limiter: setLimit is for memory limiters; the settings of a Redis limiter are shared by every process using its name: build a new one with the new settings`,
+    );
+  }
+
   /** @internal */
   bind(): BoundMember {
     return this.member;
@@ -205,6 +216,17 @@ export class RedisPartitionedLimiter<R> implements Owner {
     return { available, queued, granted: this.granted, rejected: this.rejected };
   }
 
+  /**
+   * Not on Redis: a Redis limiter's state is shared by every process that uses its name, each sending its own
+   * settings with every call, so a change in one process would split them. Always a `TypeError`: deploy new
+   * settings (a new Redis limiter built from a limiter with the new limit) instead.
+   */
+  setLimit(..._args: unknown[]): never {
+    throw new TypeError(
+      `store.partitioned: setLimit is for memory limiters; the settings of a Redis limiter are shared by every process using its name: build a new one with the new settings`,
+    );
+  }
+
   /** The algorithm that decides (or would decide) `key`'s partition. */
   algorithmFor(key: string): LimiterSpec['algorithm'] {
     return (this.specs.get(key) ?? this.specOf(key)).algorithm;
@@ -256,6 +278,8 @@ export function checkSpec(where: string, spec: unknown): asserts spec is Limiter
       `${where} must be a limiter (fixedWindow(...), slidingWindow(...), tokenBucket(...), concurrency(...)); got ${describe(spec)}`,
     );
   }
+  // Sent with every call as they are now: a later setLimit on them could not reach Redis.
+  s.freeze?.(where);
 }
 
 function checkName(where: string, name: unknown): string {

@@ -1,4 +1,5 @@
 import type { Algorithm } from '../../algorithms/algorithm.ts';
+import { LIMIT_CHANGES } from '../../limiters/core.ts';
 import { PartitionedLimiter } from '../../limiters/partitioned.ts';
 import { RateLimiter } from '../../limiters/rate-limiter.ts';
 import type { StoredLimiter } from '../../limiters/store.ts';
@@ -17,10 +18,11 @@ export class MemberInfo {
   /** The partition key function (called once per request, by the engine), or undefined for a plain limiter. */
   // biome-ignore lint/suspicious/noExplicitAny: the adapter's own request type
   readonly keyOf: ((req: any) => string | PromiseLike<string>) | undefined;
-  /** The algorithm when it is the same for every key. */
-  readonly algorithm: Algorithm | undefined;
-  /** `"name";q=…;qu=…;w=…` when the algorithm is known up front. */
-  readonly policyItem: string | undefined;
+  /** Where the algorithm is read when it is the same for every key (it changes with `setLimit`). */
+  readonly #spec: { readonly algorithm: Algorithm } | undefined;
+  #policyItem: string | undefined;
+  /** {@link LIMIT_CHANGES} when the cached header items were built: a change of limit rebuilds them. */
+  limitChanges = LIMIT_CHANGES.count;
   /** Metric attributes naming this limiter. */
   readonly attributes: { policy: string };
   /** `"name";r=`, the start of this limiter's `RateLimit` item. */
@@ -48,17 +50,31 @@ export class MemberInfo {
     this.remainingPrefix = `${this.sfName};r=`;
     if (member instanceof PartitionedLimiter || (!(member instanceof RateLimiter) && member.keyOf)) {
       this.keyOf = member.keyOf;
-      this.algorithm = member.spec?.algorithm;
+      this.#spec = member.spec;
     } else {
       this.keyOf = undefined;
-      this.algorithm = member instanceof RateLimiter ? member.algorithm : member.spec?.algorithm;
+      this.#spec = member instanceof RateLimiter ? member : member.spec;
     }
-    this.policyItem = this.algorithm === undefined ? undefined : policyItem(this.sfName, this.algorithm);
+    this.#policyItem = this.#spec === undefined ? undefined : policyItem(this.sfName, this.#spec.algorithm);
+  }
+
+  /** The algorithm when it is the same for every key. */
+  get algorithm(): Algorithm | undefined {
+    return this.#spec?.algorithm;
+  }
+
+  /** `"name";q=…;qu=…;w=…` when the algorithm is the same for every key (built again after a `setLimit`). */
+  get policyItem(): string | undefined {
+    if (this.limitChanges !== LIMIT_CHANGES.count && this.#spec !== undefined) {
+      this.#policyItem = policyItem(this.sfName, this.#spec.algorithm);
+    }
+    return this.#policyItem;
   }
 
   /** The algorithm deciding `key`'s partition (a key function that threw leaves `key` undefined). */
   algorithmFor(key: string | undefined): Algorithm {
-    if (this.algorithm !== undefined) return this.algorithm;
+    const algorithm = this.#spec?.algorithm;
+    if (algorithm !== undefined) return algorithm;
     return (this.member as PartitionedLimiter<unknown> | Required<StoredLimiter>).algorithmFor(key ?? '');
   }
 }

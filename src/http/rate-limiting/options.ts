@@ -95,8 +95,8 @@ export interface RequestRules<Req = unknown, Res = unknown> {
    * (higher is more important). Under contention lower classes are shed first, and a limiter's
    * `classes.reserve` keeps a share of its limit for the classes above. Synchronous on purpose: it runs on every
    * request, before the decision, and must not make a memory route wait. Called once per request, after `skip`.
-   * On a policy it replaces the global one for the policy's routes; the class goes to every adaptive limiter of
-   * the route (the global limiter's too). Limiters without classes and limiters on a Redis store ignore it.
+   * On a policy it replaces the global one for the policy's routes; the class goes to every limiter of the route
+   * (the global limiter's too), whose queue serves higher classes first. Limiters on a Redis store ignore it.
    * Returning anything else throws, like a key function that throws. Default: every request is `'default'`.
    */
   priority?: (req: Req, res: Res) => Priority;

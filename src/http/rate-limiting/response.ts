@@ -1,3 +1,4 @@
+import { LIMIT_CHANGES } from '../../limiters/core.ts';
 import type { KeyedResource } from '../../limiters/keyed.ts';
 import { ChainLease, type Lease } from '../../limiters/lease.ts';
 import { PartitionedLimiter } from '../../limiters/partitioned.ts';
@@ -89,11 +90,13 @@ function draft10<T>(
 // A burst from one client is one key again and again: its `pk` and policy item are kept from the last request
 // rather than hashed (a Map lookup) and built again.
 function remember(info: MemberInfo, key: string | undefined, options: ResolvedOptions): void {
-  if (key === info.lastKey && info.lastPolicy !== '') return;
+  const changes = LIMIT_CHANGES.count;
+  if (key === info.lastKey && info.lastPolicy !== '' && info.limitChanges === changes) return;
   const pk = key === undefined ? '' : `;pk=:${options.hasher(key)}:`;
   info.lastKey = key;
   info.lastPk = pk;
   info.lastPolicy = (info.policyItem ?? policyItem(info.sfName, info.algorithmFor(key))) + pk;
+  info.limitChanges = changes;
 }
 
 /** `"name";r=…;t=…;pk=:…:` of the member `remember` last saw. */

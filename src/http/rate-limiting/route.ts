@@ -1,4 +1,3 @@
-import { AdaptiveConcurrencyLimiter } from '../../limiters/adaptive-concurrency.ts';
 import { ChainLimiter } from '../../limiters/chain.ts';
 import type { Lease } from '../../limiters/lease.ts';
 import { PartitionedLimiter } from '../../limiters/partitioned.ts';
@@ -54,7 +53,7 @@ export class RouteLimits {
   readonly keyed: boolean;
   /**
    * Decides now for a keyed request; never waits. Memory limiters only: a route on a Redis store uses
-   * {@link remote}. `rank` is the request's class (see {@link priority}), for adaptive members.
+   * {@link remote}. `rank` is the request's class (see {@link priority}), for every member.
    */
   readonly tryAcquire: (resource: unknown, rank?: number) => Lease;
   /**
@@ -131,12 +130,10 @@ export class RouteLimits {
       this.acquire = this.tryAcquire as never;
     } else if (members.length === 1) {
       const only = members[0] as MemoryMember;
-      if (only instanceof AdaptiveConcurrencyLimiter) {
+      if (only instanceof RateLimiter) {
+        // Every limiter takes the request's class (its queue serves higher classes first).
         this.tryAcquire = (_req, rank) => only.tryAcquire(1, rank);
         this.acquire = (_req, signal, rank) => only.acquire(1, { signal, priority: rank });
-      } else if (only instanceof RateLimiter) {
-        this.tryAcquire = () => only.tryAcquire(1);
-        this.acquire = (_req, signal) => only.acquire(1, { signal });
       } else {
         this.tryAcquire = (req, rank) => only.tryAcquire(req, 1, rank);
         this.acquire = (req, signal, rank) => only.acquire(req, 1, { signal, priority: rank });
