@@ -32,9 +32,9 @@ function pairOf(context: ExecutionContext): HttpPair | undefined {
   const type = context.getType<string>();
   if (type === 'graphql') return graphqlPair(context);
   if (type !== 'http') return undefined;
-  const http = context.switchToHttp();
-  const request = http.getRequest<HttpPair['request'] & { raw?: IncomingMessage }>();
-  const response = http.getResponse<ServerResponse & { raw?: ServerResponse }>();
+  // The arguments themselves, not switchToHttp(): that assigns three new closures onto the context per call.
+  const request = context.getArgByIndex<HttpPair['request'] & { raw?: IncomingMessage }>(0);
+  const response = context.getArgByIndex<ServerResponse & { raw?: ServerResponse }>(1);
   const req = request.raw !== undefined && typeof request.raw === 'object' ? request.raw : request;
   const res = response.raw !== undefined && typeof response.raw === 'object' ? response.raw : response;
   return { request, req: req as IncomingMessage, res, marker: request };
