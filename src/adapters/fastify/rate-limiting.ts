@@ -8,8 +8,9 @@ import type {
   RawServerBase,
 } from 'fastify';
 import { RateLimiting } from '../../http/rate-limiting/engine.ts';
+import { type Answers, decideThen, Flow } from '../../http/rate-limiting/flow.ts';
 import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
-import { decideOnNode, type NodeAnswers } from '../../http/rate-limiting/node-http.ts';
+import { waitSignal } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { Answer } from '../../http/rate-limiting/response.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
@@ -117,6 +118,8 @@ export function rateLimiting(
     return;
   }
 
+  const flow = new Flow(engine, replyAnswers);
+
   // A route added before this plugin was not seen by onRoute: its setting is validated at its first request.
   const limitsOf = (config: LimitedConfig, method: string, url: string | undefined): RouteLimits => {
     let limits = config[kLimits];
@@ -176,16 +179,7 @@ export function rateLimiting(
       next();
       return;
     }
-    decideOnNode(
-      engine,
-      limits,
-      request,
-      reply,
-      reply.raw,
-      replyAnswers,
-      next as (error?: unknown) => void,
-      config?.[kMetrics],
-    );
+    decideThen(flow, limits, request, reply, reply, next as (error?: unknown) => void, config?.[kMetrics]);
   });
 
   done();
@@ -207,17 +201,19 @@ function routeConfig(request: FastifyRequest): LimitedConfig | undefined {
   return (context?.config ?? request.routeOptions.config) as LimitedConfig | undefined;
 }
 
-const replyAnswers: NodeAnswers<FastifyReply> = {
-  info: (request, info) => {
-    (request as FastifyRequest).rateLimit = info;
+const replyAnswers: Answers<FastifyReply> = {
+  signal: (reply) => waitSignal(reply.raw.req, reply.raw),
+  node: (reply) => reply.raw,
+  timeout: (reply) => reply.raw.req,
+  info: (reply, info) => {
+    reply.request.rateLimit = info;
   },
-  sent: (reply) => reply.sent,
-  send,
-  // On the node response: Fastify merges it into what it writes, and reply.getHeader()/getHeaders() read it
-  // there too; reply.header() would lower-case and store each field per request first.
   header: (reply, name, value) => {
     reply.header(name, value);
   },
+  sent: (reply) => reply.sent,
+  answeredBy: (reply) => reply.sent || reply.raw.destroyed,
+  send,
 };
 
 // Answer through Fastify rather than on the raw response, so onSend/onResponse hooks and the request log see it.

@@ -1,12 +1,14 @@
 import type { ServerResponse } from 'node:http';
 import type { Context, Env, MiddlewareHandler } from 'hono';
 import { type Decision, metricsRecorded, RateLimiting } from '../../http/rate-limiting/engine.ts';
+import { type Answers, Flow, type Verdict } from '../../http/rate-limiting/flow.ts';
 import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
-import { holdUntilEnd, isThenable, refundWhenDone, setHeader } from '../../http/rate-limiting/node-http.ts';
-import type { RateLimitingOptions, RejectedContext, RouteLimit } from '../../http/rate-limiting/options.ts';
+import { isThenable } from '../../http/rate-limiting/node-http.ts';
+import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
+import type { Answer } from '../../http/rate-limiting/response.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
 import type { RouteMetrics } from '../../http/rate-limiting/route-metrics.ts';
-import { requestTimeoutOf, timeoutGaveUp } from '../../http/timeouts/registry.ts';
+import { requestTimeoutOf } from '../../http/timeouts/registry.ts';
 import { throughComposed } from './composed.ts';
 
 export type {
@@ -61,13 +63,6 @@ function readMarker(handler: object): Marked[typeof kMarker] {
   return (handler as Marked)[kMarker];
 }
 
-const kDecided: unique symbol = Symbol.for('floodgate.rateLimited') as never;
-type Decided = { [kDecided]?: RouteLimits };
-
-function appendHeader(c: Context, name: string, value: string): void {
-  c.header(name, value, { append: true });
-}
-
 function nodeOutgoing(c: Context): ServerResponse | undefined {
   const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
   return typeof outgoing?.on === 'function' ? outgoing : undefined;
@@ -90,37 +85,80 @@ function waitSignal(c: Context): AbortSignal | undefined {
   return controller.signal;
 }
 
-/**
- * The route's `next`, followed by the refund rule's verdict on its response (a route that threw, or a response
- * of Hono's error handler, counts as failed by default: status 500). Under `@hono/node-server` the verdict waits
- * for the node response to finish; a client gone before then counts as failed.
- */
-function refundingNext(
+// Under node-server the fields go on the node response, which merges them into whatever the route returns;
+// c.header() would make Hono build a Headers object and leave node-server's fast path for every response.
+function header(c: Context, name: string, value: string): void {
+  const outgoing = nodeOutgoing(c);
+  if (outgoing !== undefined) outgoing.setHeader(name, value);
+  else c.header(name, value, { append: true });
+}
+
+// onRejected's Headers (which may hold several Set-Cookie fields) as they are; floodgate's own fields as a
+// plain record, which keeps @hono/node-server's lightweight Response (a Headers object would leave it).
+function send(c: Context, answer: Answer): void {
+  if (answer.headers instanceof Headers) {
+    c.res = new Response(answer.body, { status: answer.status, headers: answer.headers });
+    return;
+  }
+  const headers: Record<string, string> = {};
+  for (const [name, value] of answer.headers) headers[name] = value;
+  c.res = new Response(answer.body, { status: answer.status, headers });
+}
+
+const contextAnswers: Answers<Context> = {
+  signal: waitSignal,
+  // Under node-server the permit comes back at the first of: the response written, the client gone, the
+  // timeout answered (its answer is a response too); not when the route's promise settles.
+  node: nodeOutgoing,
+  timeout: (c) => c,
+  info: (c, info) => c.set('rateLimit', info),
+  header,
+  sent: () => false,
+  // onRejected may return its own Response.
+  answeredBy: (c, outcome) => {
+    if (!(outcome instanceof Response)) return false;
+    c.res = outcome;
+    return true;
+  },
+  send,
+};
+
+// Other runtimes show no response end: the permit comes back when the route settles or the client's or the
+// timeout's signal aborts, and the refund rule reads the route's result (a route that threw, or a response of
+// Hono's error handler, counts as failed: status 500).
+function runOnWeb(
   engine: RateLimiting,
   decision: Decision,
   c: Context,
   next: () => Promise<void>,
-): () => Promise<void> {
-  return () => {
-    let route: Promise<void>;
-    try {
-      route = next();
-    } catch (error) {
-      engine.finished(decision, c, c, false, 500);
-      throw error;
+): Promise<void> {
+  const release = (): void => engine.release(decision);
+  if (decision.heldSince >= 0) {
+    for (const signal of [c.req.raw.signal, requestTimeoutOf(c)?.signal]) {
+      if (signal?.aborted) release();
+      else signal?.addEventListener('abort', release, { once: true });
     }
-    return route.then(
+  }
+  const refund = decision.refundable;
+  let route: Promise<void>;
+  try {
+    route = next();
+  } catch (error) {
+    if (refund) engine.finished(decision, c, c, false, 500);
+    release();
+    throw error;
+  }
+  return route
+    .then(
       () => {
-        const outgoing = c.error === undefined ? nodeOutgoing(c) : undefined;
-        if (outgoing !== undefined) refundWhenDone(engine, c, c, outgoing, decision);
-        else engine.finished(decision, c, c, c.error === undefined, c.res.status);
+        if (refund) engine.finished(decision, c, c, c.error === undefined, c.res.status);
       },
       (error: unknown) => {
-        engine.finished(decision, c, c, false, 500);
+        if (refund) engine.finished(decision, c, c, false, 500);
         throw error;
       },
-    );
-  };
+    )
+    .finally(release);
 }
 
 /**
@@ -145,13 +183,8 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
 export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>): HonoRateLimiting<E>;
 export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>): HonoRateLimiting<E> {
   const engine = new RateLimiting(options);
+  const flow = new Flow(engine, contextAnswers);
   let markers = 0;
-  // A decided request's Context carries its route (a property costs less per request than a WeakMap entry, whose
-  // ephemeron the garbage collector must also trace); the route's owner tells this engine's marks from another's.
-  const decidedWith = (c: Context): RouteLimits | undefined => {
-    const route = (c as Decided)[kDecided];
-    return route !== undefined && route.owner === engine ? route : undefined;
-  };
 
   // Synchronous until something has to wait: most requests are decided without a Promise of floodgate's own.
   const decide = (
@@ -160,71 +193,25 @@ export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>
     next: () => Promise<void>,
     matched: readonly Matched[],
   ): Promise<Response | void> => {
-    (c as Decided)[kDecided] = route;
+    flow.mark(c, route);
     if (route.unlimited) return next();
-    const pending = engine.decide(c, c, route, waitSignal, c, metricsOf(route, matched));
-    if (isThenable(pending)) return pending.then((decision) => decided(decision, c, next));
-    return decided(pending, c, next);
+    const verdict = flow.decide(route, c, c, c, metricsOf(route, matched));
+    if (isThenable(verdict)) return verdict.then((settled) => continueWith(settled, c, next));
+    return continueWith(verdict, c, next);
   };
 
-  const decided = (decision: Decision, c: Context, next: () => Promise<void>): Promise<Response | void> => {
-    if (decision.result === 'canceled') {
-      // Left the queue at its deadline (or the client left): the timeout answers now, without a handler's grace.
-      timeoutGaveUp(c);
-      return Promise.resolve(new Response(null, { status: 499 }));
+  const continueWith = (
+    verdict: Verdict,
+    c: Context,
+    next: () => Promise<void>,
+  ): Promise<Response | void> => {
+    if (verdict === 'answered') return Promise.resolve();
+    // The timeout answered: the context needs a response of its own, which node-server does not write.
+    if (verdict === 'canceled') return Promise.resolve(new Response(null, { status: 499 }));
+    if ((verdict.heldSince >= 0 || verdict.refundable) && nodeOutgoing(c) === undefined) {
+      return runOnWeb(engine, verdict, c, next);
     }
-    if (decision.lease !== undefined) c.set('rateLimit', decision);
-    if (decision.lease !== undefined && !decision.lease.granted) {
-      const answer = rejected(decision, c);
-      if (!engine.options.dryRun) return answer;
-      return answer.then(() => admitted(decision, c, next));
-    }
-    return admitted(decision, c, next);
-  };
-
-  const rejected = async (decision: Decision, c: Context): Promise<Response> => {
-    const hook = decision.route.onRejected;
-    const answer =
-      hook === undefined
-        ? engine.rejection(decision)
-        : engine.rejectedContext<Context, Context>(decision, c, c);
-    if (hook !== undefined) {
-      const outcome = await hook(answer as RejectedContext<Context, Context>);
-      if (outcome instanceof Response) return outcome;
-    }
-    // onRejected's Headers (which may hold several Set-Cookie fields) as they are; floodgate's own fields as a
-    // plain record, which keeps @hono/node-server's lightweight Response (a Headers object would leave it).
-    if (answer.headers instanceof Headers) {
-      return new Response(answer.body, { status: answer.status, headers: answer.headers });
-    }
-    const headers: Record<string, string> = {};
-    for (const [name, value] of answer.headers) headers[name] = value;
-    return new Response(answer.body, { status: answer.status, headers });
-  };
-
-  const admitted = (decision: Decision, c: Context, toRoute: () => Promise<void>): Promise<void> => {
-    const next = decision.refundable ? refundingNext(engine, decision, c, toRoute) : toRoute;
-    const outgoing = nodeOutgoing(c);
-    if (engine.options.headers.length > 0 && decision.lease !== undefined) {
-      // Under node-server the fields go on the node response, which merges them into whatever the route returns;
-      // c.header() would make Hono build a Headers object and leave node-server's fast path for every response.
-      if (outgoing !== undefined) engine.setHeaders(decision, outgoing, setHeader);
-      else engine.setHeaders(decision, c, appendHeader);
-    }
-    if (decision.heldSince < 0) return next();
-    // The permit comes back at the first of: the response written, the client gone, the timeout answered (its
-    // answer is a response too). Not when the route's promise settles: a handler that never settles would keep it.
-    if (outgoing !== undefined) {
-      holdUntilEnd(engine, outgoing, decision);
-      return next();
-    }
-    // Other runtimes show no response end: the route settling, the client's or the timeout's signal.
-    const release = (): void => engine.release(decision);
-    for (const signal of [c.req.raw.signal, requestTimeoutOf(c)?.signal]) {
-      if (signal?.aborted) release();
-      else signal?.addEventListener('abort', release, { once: true });
-    }
-    return next().finally(release);
+    return next();
   };
 
   // The route limits of this engine's marker among the handlers Hono matched; `null` when two of its markers
@@ -263,7 +250,7 @@ export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>
   };
 
   const middleware: MiddlewareHandler = (c, next) => {
-    if (decidedWith(c) !== undefined) return next();
+    if (flow.prior(c) !== undefined) return next();
     // Hono builds this array on every read: read once, and only when a marker may apply or metrics want the
     // route template.
     const matched = markers > 0 || metricsRecorded() ? c.req.matchedRoutes : NO_ROUTES;
@@ -279,7 +266,7 @@ export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>
   const marker = (route: RouteLimits): MiddlewareHandler => {
     markers++;
     const handle: MiddlewareHandler = (c, next) => {
-      const prior = decidedWith(c);
+      const prior = flow.prior(c);
       if (prior === undefined) {
         const matched = c.req.matchedRoutes;
         if (markedRoute(matched) === null) throw conflict();
