@@ -6,6 +6,7 @@
  *   ROUNDS=3 DURATION=4 CONNECTIONS=50 FRAMEWORKS=express,hono npm run bench:http
  *
  *   INSTRUCTIONS=1 npm run bench:http           # instructions per request under callgrind (noise-free)
+ *   INPROC=1 INSTRUCTIONS=1 npm run bench:http  # the same in process, without sockets: bench/inproc-instructions.ts
  *   BASELINE=/path/to/other/dist INPROC=1 npm run bench:http
  *                                               # adds 'floodgate (baseline)', floodgate built from another
  *                                               # checkout, to compare two versions in one alternating run
@@ -20,6 +21,7 @@ import http from 'node:http';
 import { pathToFileURL } from 'node:url';
 import type { MiddlewareHandler } from 'hono';
 import { built, builtAdapters, listen, runHttpBench, type Variant } from './http-runner.ts';
+import { inProcessChild, inProcessInstructions } from './inproc-instructions.ts';
 
 const HOT = process.env.HOT === '1';
 
@@ -274,9 +276,12 @@ async function baselineBuild(dist: string) {
   };
 }
 
-await runHttpBench({
+const run = {
   file: import.meta.url,
   variants,
   title: HOT ? 'HOT KEY (limit 100/min, nearly all rejected)' : 'nothing rejected (limit 10^9/min)',
   expectRejections: HOT,
-});
+};
+if (process.argv[2] === '--inproc-child') await inProcessChild(run, process.argv[3], process.argv[4]);
+else if (process.env.INPROC === '1' && process.env.INSTRUCTIONS === '1') await inProcessInstructions(run);
+else await runHttpBench(run);

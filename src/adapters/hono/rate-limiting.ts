@@ -1,15 +1,12 @@
-import type { ServerResponse } from 'node:http';
 import type { Context, Env, MiddlewareHandler } from 'hono';
-import { type Decision, metricsRecorded, RateLimiting } from '../../http/rate-limiting/engine.ts';
-import { type Answers, Flow, type Verdict } from '../../http/rate-limiting/flow.ts';
+import { metricsRecorded, RateLimiting } from '../../http/rate-limiting/engine.ts';
+import { Flow, type Verdict } from '../../http/rate-limiting/flow.ts';
 import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
 import { isThenable } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
-import type { Answer } from '../../http/rate-limiting/response.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
-import type { RouteMetrics } from '../../http/rate-limiting/route-metrics.ts';
-import { requestTimeoutOf } from '../../http/timeouts/registry.ts';
-import { throughComposed } from './composed.ts';
+import { contextAnswers, nodeOutgoing, runOnWeb } from './answers.ts';
+import { conflict, type Matched, markedRoute, markHandler, metricsOf, NO_ROUTES } from './markers.ts';
 
 export type {
   HttpLimiter,
@@ -50,117 +47,6 @@ export interface HonoRateLimiting<E extends Env = any> extends MiddlewareHandler
   readonly engine: RateLimiting;
 }
 
-const kMarker: unique symbol = Symbol.for('floodgate.rateLimitMarker') as never;
-type Matched = Context['req']['matchedRoutes'][number];
-const NO_ROUTES: readonly Matched[] = [];
-type Marked = { [kMarker]?: { engine: RateLimiting; route: RouteLimits } };
-// The marker a matched handler carries, looking through Hono's wrappers of sub-apps with their own onError.
-function markerOf(handler: unknown): Marked[typeof kMarker] {
-  return throughComposed(handler, readMarker);
-}
-
-function readMarker(handler: object): Marked[typeof kMarker] {
-  return (handler as Marked)[kMarker];
-}
-
-function nodeOutgoing(c: Context): ServerResponse | undefined {
-  const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
-  return typeof outgoing?.on === 'function' ? outgoing : undefined;
-}
-
-// Queued requests wait with the request timeout's signal when there is one (it also aborts on disconnect),
-// else with one that aborts when the node response closes early, else with the runtime's request signal.
-function waitSignal(c: Context): AbortSignal | undefined {
-  const timeout = requestTimeoutOf(c);
-  if (timeout !== undefined) return timeout.signal;
-  const outgoing = nodeOutgoing(c);
-  if (outgoing === undefined) return c.req.raw.signal;
-  const controller = new AbortController();
-  const onClose = (): void => {
-    if (!outgoing.writableFinished)
-      controller.abort(new DOMException('The client disconnected', 'AbortError'));
-  };
-  if (outgoing.destroyed || outgoing.closed) onClose();
-  else outgoing.once('close', onClose);
-  return controller.signal;
-}
-
-// Under node-server the fields go on the node response, which merges them into whatever the route returns;
-// c.header() would make Hono build a Headers object and leave node-server's fast path for every response.
-function header(c: Context, name: string, value: string): void {
-  const outgoing = nodeOutgoing(c);
-  if (outgoing !== undefined) outgoing.setHeader(name, value);
-  else c.header(name, value, { append: true });
-}
-
-// onRejected's Headers (which may hold several Set-Cookie fields) as they are; floodgate's own fields as a
-// plain record, which keeps @hono/node-server's lightweight Response (a Headers object would leave it).
-function send(c: Context, answer: Answer): void {
-  if (answer.headers instanceof Headers) {
-    c.res = new Response(answer.body, { status: answer.status, headers: answer.headers });
-    return;
-  }
-  const headers: Record<string, string> = {};
-  for (const [name, value] of answer.headers) headers[name] = value;
-  c.res = new Response(answer.body, { status: answer.status, headers });
-}
-
-const contextAnswers: Answers<Context> = {
-  signal: waitSignal,
-  // Under node-server the permit comes back at the first of: the response written, the client gone, the
-  // timeout answered (its answer is a response too); not when the route's promise settles.
-  node: nodeOutgoing,
-  timeout: (c) => c,
-  info: (c, info) => c.set('rateLimit', info),
-  header,
-  sent: () => false,
-  // onRejected may return its own Response.
-  answeredBy: (c, outcome) => {
-    if (!(outcome instanceof Response)) return false;
-    c.res = outcome;
-    return true;
-  },
-  send,
-};
-
-// Other runtimes show no response end: the permit comes back when the route settles or the client's or the
-// timeout's signal aborts, and the refund rule reads the route's result (a route that threw, or a response of
-// Hono's error handler, counts as failed: status 500).
-function runOnWeb(
-  engine: RateLimiting,
-  decision: Decision,
-  c: Context,
-  next: () => Promise<void>,
-): Promise<void> {
-  const release = (): void => engine.release(decision);
-  if (decision.heldSince >= 0) {
-    for (const signal of [c.req.raw.signal, requestTimeoutOf(c)?.signal]) {
-      if (signal?.aborted) release();
-      else signal?.addEventListener('abort', release, { once: true });
-    }
-  }
-  const refund = decision.refundable;
-  let route: Promise<void>;
-  try {
-    route = next();
-  } catch (error) {
-    if (refund) engine.finished(decision, c, c, false, 500);
-    release();
-    throw error;
-  }
-  return route
-    .then(
-      () => {
-        if (refund) engine.finished(decision, c, c, c.error === undefined, c.res.status);
-      },
-      (error: unknown) => {
-        if (refund) engine.finished(decision, c, c, false, 500);
-        throw error;
-      },
-    )
-    .finally(release);
-}
-
 /**
  * Rate limiting for Hono 4, on web `Request`/`Response`. `app.use(limiter)` applies the global limiter; route
  * markers (`limiter.requirePolicy('name')`, `limiter.noRateLimit()`) set a route's policy. Hono matches every
@@ -195,7 +81,7 @@ export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>
   ): Promise<Response | void> => {
     flow.mark(c, route);
     if (route.unlimited) return next();
-    const verdict = flow.decide(route, c, c, c, metricsOf(route, matched));
+    const verdict = flow.decide(route, c, c, c, metricsOf(engine, route, matched));
     if (isThenable(verdict)) return verdict.then((settled) => continueWith(settled, c, next));
     return continueWith(verdict, c, next);
   };
@@ -214,41 +100,6 @@ export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>
     return next();
   };
 
-  // The route limits of this engine's marker among the handlers Hono matched; `null` when two of its markers
-  // disagree, which is found before anything is decided so that the failing request is never charged.
-  const markedRoute = (routes: readonly Matched[]): RouteLimits | null | undefined => {
-    let found: RouteLimits | undefined;
-    for (const matched of routes) {
-      const marker = markerOf(matched.handler);
-      if (marker === undefined || marker.engine !== engine) continue;
-      if (found !== undefined && found !== marker.route) return null;
-      found = marker.route;
-    }
-    return found;
-  };
-
-  const conflict = (): Error =>
-    new Error(
-      'floodgate: two rate-limiting markers of one limiter apply to this route (the request would be already ' +
-        'decided by the first); global and route policy must be decided together, so give the route one marker',
-    );
-
-  // The route template for `http.route`: the path of this engine's marker deciding `route`, else of the last
-  // route matched with a method (the handler's, not an `app.use()` pattern); none for a request no route matched.
-  const metricsOf = (route: RouteLimits, routes: readonly Matched[]): RouteMetrics => {
-    let template: string | undefined;
-    // No marker decides the global limiter alone.
-    const marked = route !== engine.defaultRoute;
-    for (const matched of routes) {
-      if (marked) {
-        const marker = markerOf(matched.handler);
-        if (marker?.engine === engine && marker.route === route) return route.metricsFor(matched.path);
-      }
-      if (matched.method !== 'ALL') template = matched.path;
-    }
-    return route.metricsFor(template);
-  };
-
   const middleware: MiddlewareHandler = (c, next) => {
     if (flow.prior(c) !== undefined) return next();
     // Hono builds this array on every read: read once, and only when a marker may apply or metrics want the
@@ -256,7 +107,7 @@ export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>
     const matched = markers > 0 || metricsRecorded() ? c.req.matchedRoutes : NO_ROUTES;
     let route = engine.defaultRoute;
     if (markers > 0) {
-      const marked = markedRoute(matched);
+      const marked = markedRoute(engine, matched);
       if (marked === null) throw conflict();
       if (marked !== undefined) route = marked;
     }
@@ -269,7 +120,7 @@ export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>
       const prior = flow.prior(c);
       if (prior === undefined) {
         const matched = c.req.matchedRoutes;
-        if (markedRoute(matched) === null) throw conflict();
+        if (markedRoute(engine, matched) === null) throw conflict();
         return decide(route, c, next, matched);
       }
       if (prior === route) return next();
@@ -278,7 +129,7 @@ export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>
           'request was already decided by another marker; global and route policy must be decided together',
       );
     };
-    (handle as Marked)[kMarker] = { engine, route };
+    markHandler(handle, engine, route);
     return handle;
   };
 

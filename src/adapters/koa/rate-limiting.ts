@@ -1,13 +1,12 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { DefaultContext, DefaultState, Middleware, Next, ParameterizedContext } from 'koa';
 import { RateLimiting } from '../../http/rate-limiting/engine.ts';
-import { type Answers, Flow, type Verdict } from '../../http/rate-limiting/flow.ts';
+import { Flow } from '../../http/rate-limiting/flow.ts';
 import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
-import { isThenable, waitSignal } from '../../http/rate-limiting/node-http.ts';
+import { isThenable } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
-import type { Answer } from '../../http/rate-limiting/response.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
 import type { RouteMetrics } from '../../http/rate-limiting/route-metrics.ts';
+import { type Ctx, continueWith, ctxAnswers } from './answers.ts';
 import { findMarker, kMarker, type Marked, markerIn } from './route-lookahead.ts';
 
 export type {
@@ -62,55 +61,6 @@ type Routed = { _matchedRoute?: unknown };
 
 function templateOf(path: unknown): string | undefined {
   return typeof path === 'string' ? path : undefined;
-}
-
-interface Ctx {
-  req: IncomingMessage;
-  res: ServerResponse;
-  state: { rateLimit?: RateLimitInfo };
-  status: number;
-  body: unknown;
-  respond?: boolean;
-  headerSent: boolean;
-  set(name: string, value: string | string[]): void;
-}
-
-/** Whether an `onRejected` hook answered by itself: it set a body, wrote the response, or took it over. */
-function answered(ctx: Ctx): boolean {
-  return ctx.body !== undefined && ctx.body !== null ? true : ctx.headerSent || ctx.respond === false;
-}
-
-function send(ctx: Ctx, answer: Answer): void {
-  ctx.status = answer.status;
-  for (const [name, value] of answer.headers) ctx.set(name, value);
-  // `Headers` joins repeated fields with ', ', which is right for every field but Set-Cookie.
-  if (answer.headers instanceof Headers && answer.headers.has('set-cookie')) {
-    ctx.set('set-cookie', answer.headers.getSetCookie());
-  }
-  ctx.body = answer.body;
-}
-
-const ctxAnswers: Answers<Ctx> = {
-  // The request timeout's signal when `requestTimeouts()` runs first, else one that aborts when the client goes away.
-  signal: (ctx) => waitSignal(ctx.req, ctx.res),
-  // Watched on the node response: the body Koa writes after the chain settles (a stream, a file) still holds it.
-  node: (ctx) => ctx.res,
-  timeout: (ctx) => ctx.req,
-  info: (ctx, info) => {
-    ctx.state.rateLimit = info;
-  },
-  // On the node response, as Koa's own ctx.set() does after checks this path does not need (the head is not out).
-  header: (ctx, name, value) => {
-    ctx.res.setHeader(name, value);
-  },
-  sent: (ctx) => ctx.headerSent,
-  answeredBy: answered,
-  send,
-};
-
-// An admitted request goes on; a rejection or a request that left the queue ends here, resolved.
-function continueWith(verdict: Verdict, next: Next): Promise<unknown> {
-  return typeof verdict === 'string' ? Promise.resolve() : next();
 }
 
 /**
