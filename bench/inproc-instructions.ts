@@ -7,8 +7,17 @@
  * Each contender runs in its own child under callgrind, takes WARM batches of BATCH requests (its code reaches
  * V8's optimising compilers; their threads are counted too), a full garbage collection, then MEASURE batches
  * between `callgrind_control --zero` and `--dump`. PARALLEL children at once (counts do not depend on load).
+ * PERF_MAP=1 has V8 write /tmp/perf-<pid>.map, so the JIT addresses in the dumps (kept, printed per contender)
+ * can be named.
  *
- *   WARM=4 MEASURE=4 BATCH=4000 PARALLEL=2 FRAMEWORKS=node,fastify (defaults: all four frameworks)
+ * What it resolves, 1 December 2026 (node:http, 3 batches of 3000 after 3): about ±2 000 instructions per request
+ * between runs of one build (the GC's scavenges fall into a batch or not; 'headers: []' once counted below bare),
+ * against 17 000–19 000 that floodgate adds with its header fields. Under valgrind V8 tiers up later: with too
+ * few warm-up requests `PERF_MAP=1` shows hot functions still in baseline code (`^decide`), so warm longer
+ * than the defaults before trusting a difference of a few per cent. Each contender takes minutes.
+ *
+ *   WARM=6 MEASURE=4 BATCH=3000 PARALLEL=2 FRAMEWORKS=node,fastify (defaults: all four frameworks)
+ *   ONLY=floodgate (contenders by name, comma-separated)   PERF_MAP=1 (see below)
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -18,7 +27,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { inject, type Listener, type RunOptions, type Variant } from './http-runner.ts';
 
-const BATCH = Number(process.env.BATCH ?? 4000);
+const BATCH = Number(process.env.BATCH ?? 3000);
 
 /** The child: one contender's listener, a batch of requests per `go` line. */
 export async function inProcessChild(options: RunOptions, framework: string, name: string): Promise<void> {
@@ -68,6 +77,8 @@ async function count(file: string, v: Variant, warm: number, measure: number): P
       `--callgrind-out-file=${join(dir, 'out.%p')}`,
       process.execPath,
       '--expose-gc',
+      // PERF_MAP=1: V8 writes /tmp/perf-<pid>.map, which names the JIT code callgrind shows as bare addresses.
+      ...(process.env.PERF_MAP === '1' ? ['--perf-basic-prof'] : []),
       '--import',
       'tsx',
       new URL(file).pathname,
@@ -98,6 +109,7 @@ async function count(file: string, v: Variant, warm: number, measure: number): P
   await exited;
   const dumped = readdirSync(dir).find((f) => f.endsWith('.1-01'));
   if (dumped === undefined) throw new Error(`no callgrind dump in ${dir}`);
+  process.stderr.write(`${v.framework} / ${v.name}: ${join(dir, dumped)}\n`);
   const totals = /^totals: (\d+)/m.exec(readFileSync(join(dir, dumped), 'utf8'));
   if (totals === null) throw new Error(`no totals in ${join(dir, dumped)}`);
   return Number(totals[1]) / (BATCH * measure);
@@ -106,10 +118,13 @@ async function count(file: string, v: Variant, warm: number, measure: number): P
 /** The parent: every contender counted, then instructions added per request and the ratios the issue asks for. */
 export async function inProcessInstructions(options: RunOptions): Promise<void> {
   const frameworks = (process.env.FRAMEWORKS ?? 'node,express,fastify,hono').split(',');
-  const warm = Number(process.env.WARM ?? 4);
+  const warm = Number(process.env.WARM ?? 6);
   const measure = Number(process.env.MEASURE ?? 4);
   const parallel = Number(process.env.PARALLEL ?? 2);
-  const chosen = (await options.variants()).filter((v) => frameworks.includes(v.framework));
+  const only = process.env.ONLY?.split(',');
+  const chosen = (await options.variants()).filter(
+    (v) => frameworks.includes(v.framework) && (only === undefined || only.includes(v.name)),
+  );
   const counts = new Map<Variant, number>();
   const queue = [...chosen];
   await Promise.all(
@@ -127,7 +142,13 @@ export async function inProcessInstructions(options: RunOptions): Promise<void> 
   console.log('framework contender                  instructions     added');
   for (const framework of frameworks) {
     const group = chosen.filter((v) => v.framework === framework);
-    const bare = counts.get(group.find((v) => v.name === 'bare')!)!;
+    const bareVariant = group.find((v) => v.name === 'bare');
+    if (bareVariant === undefined) {
+      for (const v of group)
+        console.log(`${framework.padEnd(9)} ${v.name.padEnd(23)} ${counts.get(v)!.toFixed(0).padStart(14)}`);
+      continue;
+    }
+    const bare = counts.get(bareVariant)!;
     const added = (name: string): number | undefined => {
       const v = group.find((c) => c.name === name);
       return v === undefined ? undefined : counts.get(v)! - bare;
@@ -138,14 +159,16 @@ export async function inProcessInstructions(options: RunOptions): Promise<void> 
         `${framework.padEnd(9)} ${v.name.padEnd(23)} ${n.toFixed(0).padStart(14)} ${(n - bare).toFixed(0).padStart(9)}`,
       );
     }
-    const ours = added('floodgate')!;
+    const ours = added('floodgate');
+    if (ours === undefined) continue;
     const usual = group.find(
       (v) =>
         !['bare', 'no-op middleware', 'no-op hook'].includes(v.name) &&
         !v.name.startsWith('floodgate') &&
         v.name !== 'two fields, no limiter',
     );
-    const parts = [`added ×${(ours / added('two fields, no limiter')!).toFixed(2)} the two-fields floor`];
+    const floor = added('two fields, no limiter');
+    const parts = floor === undefined ? [] : [`added ×${(ours / floor).toFixed(2)} the two-fields floor`];
     if (usual !== undefined) parts.push(`×${(ours / (counts.get(usual)! - bare)).toFixed(2)} ${usual.name}`);
     const base = added('floodgate (baseline)');
     if (base !== undefined) {
