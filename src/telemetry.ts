@@ -87,13 +87,8 @@ let instruments: Instruments | undefined;
  * attributes (the route template) when they do not.
  */
 export function metricsRecorded(): boolean {
-  const requests = telemetry().requests;
-  return requests !== noop && requests !== apiNoop;
+  return telemetry().requests !== noop;
 }
-
-// The API's own no-op counter, which its meter gives while no SDK is registered: installed and unused, as in
-// most applications that only depend on it, measurements go nowhere either.
-let apiNoop: Counter | undefined;
 
 /** The instruments, created on first call (no-ops without `@opentelemetry/api`). */
 export function telemetry(): Instruments {
@@ -118,7 +113,6 @@ export function telemetry(): Instruments {
     };
     return instruments;
   }
-  apiNoop = (api as { createNoopMeter?: () => MeterLike }).createNoopMeter?.().createCounter('floodgate.noop');
   const meter = api.metrics.getMeter('floodgate', METER_VERSION);
   const requests = { unit: '{request}' };
   const seconds = { unit: 's' };
