@@ -21,7 +21,6 @@ import http from 'node:http';
 import { pathToFileURL } from 'node:url';
 import type { MiddlewareHandler } from 'hono';
 import { built, builtAdapters, listen, runHttpBench, type Variant } from './http-runner.ts';
-import { inProcessChild, inProcessInstructions } from './inproc-instructions.ts';
 
 const HOT = process.env.HOT === '1';
 
@@ -282,6 +281,10 @@ const run = {
   title: HOT ? 'HOT KEY (limit 100/min, nearly all rejected)' : 'nothing rejected (limit 10^9/min)',
   expectRejections: HOT,
 };
-if (process.argv[2] === '--inproc-child') await inProcessChild(run, process.argv[3], process.argv[4]);
-else if (process.env.INPROC === '1' && process.env.INSTRUCTIONS === '1') await inProcessInstructions(run);
-else await runHttpBench(run);
+// Imported here, not above: the in-process instruction count is a mode of this bench alone.
+const instructions = () => import('./inproc-instructions.ts');
+if (process.argv[2] === '--inproc-child') {
+  await (await instructions()).inProcessChild(run, process.argv[3], process.argv[4]);
+} else if (process.env.INPROC === '1' && process.env.INSTRUCTIONS === '1') {
+  await (await instructions()).inProcessInstructions(run);
+} else await runHttpBench(run);
