@@ -6,6 +6,7 @@
  *   ROUNDS=3 DURATION=4 CONNECTIONS=50 FRAMEWORKS=express,hono npm run bench:http
  *
  *   INSTRUCTIONS=1 npm run bench:http           # instructions per request under callgrind (noise-free)
+ *   INPROC=1 INSTRUCTIONS=1 npm run bench:http  # the same in process, without sockets: bench/inproc-instructions.ts
  *   BASELINE=/path/to/other/dist INPROC=1 npm run bench:http
  *                                               # adds 'floodgate (baseline)', floodgate built from another
  *                                               # checkout, to compare two versions in one alternating run
@@ -280,9 +281,16 @@ async function baselineBuild(dist: string) {
   };
 }
 
-await runHttpBench({
+const run = {
   file: import.meta.url,
   variants,
   title: HOT ? 'HOT KEY (limit 100/min, nearly all rejected)' : 'nothing rejected (limit 10^9/min)',
   expectRejections: HOT,
-});
+};
+// Imported here, not above: the in-process instruction count is a mode of this bench alone.
+const instructions = () => import('./inproc-instructions.ts');
+if (process.argv[2] === '--inproc-child') {
+  await (await instructions()).inProcessChild(run, process.argv[3], process.argv[4]);
+} else if (process.env.INPROC === '1' && process.env.INSTRUCTIONS === '1') {
+  await (await instructions()).inProcessInstructions(run);
+} else await runHttpBench(run);

@@ -59,6 +59,46 @@ describe('Koa rateLimiting', () => {
     );
   });
 
+  test('a middleware around the limiter sees a rejected request end (no next() of its own is left waiting)', async () => {
+    const c = clock();
+    const limiter = rateLimiting({
+      global: fixedWindow({ permitLimit: 1, window: '10s', clock: c }),
+      policies: { hooked: fixedWindow({ permitLimit: 1, window: '10s', clock: c }) },
+      onRejected: async ({ policy }) => {
+        // An awaited hook: the rejection's flow is asynchronous.
+        await Promise.resolve(policy);
+      },
+    });
+    const plain = rateLimiting({ global: fixedWindow({ permitLimit: 1, window: '10s', clock: c }) });
+    const ended: string[] = [];
+    await using(
+      start((app, router) => {
+        app.use(async (ctx, next) => {
+          await next();
+          ended.push(`${ctx.path} ${ctx.status}`);
+          ctx.set('x-outer', 'after');
+        });
+        router.get('/plain', plain, (ctx) => {
+          ctx.body = 'ok';
+        });
+        router.get('/hooked', limiter, (ctx) => {
+          ctx.body = 'ok';
+        });
+      }),
+      async ({ url }) => {
+        assert.equal((await get(`${url}/plain`)).status, 200);
+        const plainRejected = await get(`${url}/plain`);
+        assert.equal(plainRejected.status, 429);
+        assert.equal(plainRejected.headers.get('x-outer'), 'after');
+        assert.equal((await get(`${url}/hooked`)).status, 200);
+        const hookedRejected = await get(`${url}/hooked`);
+        assert.equal(hookedRejected.status, 429);
+        assert.equal(hookedRejected.headers.get('x-outer'), 'after');
+        assert.deepEqual(ended, ['/plain 200', '/plain 429', '/hooked 200', '/hooked 429']);
+      },
+    );
+  });
+
   test('problem+json body and a custom status', async () => {
     const c = clock();
     const limiter = rateLimiting({

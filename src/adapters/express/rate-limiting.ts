@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request, Response } from 'express';
 import { RateLimiting } from '../../http/rate-limiting/engine.ts';
+import { decideThen, Flow, nodeAnswers } from '../../http/rate-limiting/flow.ts';
 import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
-import { decideAndContinue } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
 import type { RouteMetrics } from '../../http/rate-limiting/route-metrics.ts';
@@ -48,16 +48,12 @@ export interface ExpressRateLimiting<Req = Request, Res = Response> extends Expr
   readonly engine: RateLimiting;
 }
 
-const kDecided = Symbol.for('floodgate.rateLimited');
-
 // Found before anything is decided, so that the request floodgate fails is not charged.
 const conflict = (): Error =>
   new Error(
     'floodgate: two rate-limiting markers of one limiter apply to this route (the request would be already ' +
       'decided by the first); global and route policy must be decided together, so give the route one marker',
   );
-// A decided request carries its route; the route's owner tells this engine's marks from another's.
-type DecidedRequest = IncomingMessage & { [kDecided]?: RouteLimits };
 // What Express sets once it has routed a request: the route's own path under the mount points matched.
 type MatchedRequest = IncomingMessage & { route?: { stack?: never[]; path?: unknown }; baseUrl?: string };
 
@@ -84,6 +80,7 @@ type MatchedRequest = IncomingMessage & { route?: { stack?: never[]; path?: unkn
  */
 export function rateLimiting(options?: ExpressRateLimitingOptions): ExpressRateLimiting {
   const engine = new RateLimiting(options);
+  const flow = new Flow(engine, nodeAnswers);
   let markers = 0;
 
   const decide = (
@@ -93,17 +90,13 @@ export function rateLimiting(options?: ExpressRateLimitingOptions): ExpressRateL
     next: (e?: unknown) => void,
     metrics?: RouteMetrics,
   ) => {
-    (req as DecidedRequest)[kDecided] = route;
-    if (route.unlimited) {
-      next();
-      return;
-    }
-    decideAndContinue(engine, route, req, res, next, metrics);
+    flow.mark(req, route);
+    if (route.unlimited) next();
+    else decideThen(flow, route, req, res, res, next, metrics);
   };
 
   const middleware: ExpressMiddleware = (req, res, next) => {
-    const prior = (req as DecidedRequest)[kDecided];
-    if (prior !== undefined && prior.owner === engine) {
+    if (flow.prior(req) !== undefined) {
       next();
       return;
     }
@@ -125,8 +118,8 @@ export function rateLimiting(options?: ExpressRateLimitingOptions): ExpressRateL
   const marker = (route: RouteLimits): ExpressMiddleware => {
     markers++;
     const handle: ExpressMiddleware = (req, res, next) => {
-      const prior = (req as DecidedRequest)[kDecided];
-      if (prior === undefined || prior.owner !== engine) {
+      const prior = flow.prior(req);
+      if (prior === undefined) {
         const matched = (req as MatchedRequest).route;
         if (conflictOnRoute(matched, engine)) next(conflict());
         else {

@@ -8,12 +8,12 @@ import type {
   RawServerBase,
 } from 'fastify';
 import { RateLimiting } from '../../http/rate-limiting/engine.ts';
+import { decideThen, Flow } from '../../http/rate-limiting/flow.ts';
 import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
-import { decideOnNode, type NodeAnswers } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
-import type { Answer } from '../../http/rate-limiting/response.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
-import type { RouteMetrics } from '../../http/rate-limiting/route-metrics.ts';
+import { replyAnswers } from './answers.ts';
+import { kLimits, kMetrics, type LimitedConfig, limitsIn, limitsOf, routeConfig } from './route-config.ts';
 import { checkSiblingAtReady } from './sibling-check.ts';
 
 export type {
@@ -57,32 +57,7 @@ declare module 'fastify' {
 /** Options of the Fastify plugin: `onRejected` sees the Fastify `request` and `reply`. */
 export type FastifyRateLimitingOptions = RateLimitingOptions<FastifyRequest, FastifyReply>;
 
-const kLimits = Symbol('floodgate.rateLimits');
-const kMetrics = Symbol('floodgate.rateLimitMetrics');
-type LimitedConfig = {
-  rateLimiting?: unknown;
-  rateLimit?: unknown;
-  timeout?: unknown;
-  [kLimits]?: RouteLimits;
-  /** The route's metric attributes under its template (`http.route`), found with its limits. */
-  [kMetrics]?: RouteMetrics;
-};
-
-// @fastify/rate-limit reads `config.rateLimit` too; where it is registered, that key is its, not ours.
-const OTHER_LIMITER = '@fastify/rate-limit';
 const TIMEOUTS_PLUGIN = 'floodgate-request-timeouts';
-
-/** The route's floodgate setting and the option path it was read from, or undefined for none. */
-function settingOf(
-  config: LimitedConfig,
-  instance: FastifyInstance,
-): { value: unknown; key: 'rateLimiting' | 'rateLimit' } | undefined {
-  if (config.rateLimiting !== undefined) return { value: config.rateLimiting, key: 'rateLimiting' };
-  if (config.rateLimit !== undefined && !instance.hasPlugin(OTHER_LIMITER)) {
-    return { value: config.rateLimit, key: 'rateLimit' };
-  }
-  return undefined;
-}
 
 // Options Fastify itself reads from register(); they are not ours to validate.
 const FASTIFY_KEYS = new Set(['prefix', 'logLevel', 'logSerializers']);
@@ -117,20 +92,7 @@ export function rateLimiting(
     return;
   }
 
-  // A route added before this plugin was not seen by onRoute: its setting is validated at its first request.
-  const limitsOf = (config: LimitedConfig, method: string, url: string | undefined): RouteLimits => {
-    let limits = config[kLimits];
-    if (limits === undefined) {
-      const setting = settingOf(config, fastify);
-      limits =
-        setting === undefined
-          ? engine.defaultRoute
-          : engine.route(setting.value, `route ${method} ${url}: config.${setting.key}`);
-      config[kLimits] = limits;
-      config[kMetrics] = limits.metricsFor(url);
-    }
-    return limits;
-  };
+  const flow = new Flow(engine, replyAnswers);
 
   // `config.timeout` is floodgate's too: without the timeouts plugin nothing would apply it.
   const noteTimeoutOption = checkSiblingAtReady(fastify, 'timeout', {
@@ -147,11 +109,7 @@ export function rateLimiting(
     const config = (route.config ?? {}) as LimitedConfig;
     const where = `route ${String(route.method)} ${route.url}`;
     if (config.timeout !== undefined) noteTimeoutOption(this, where);
-    const setting = settingOf(config, this);
-    const limits =
-      setting === undefined
-        ? engine.defaultRoute
-        : engine.route(setting.value, `${where}: config.${setting.key}`);
+    const limits = limitsIn(engine, config, this, where);
     // The route's template is known here, once: its metrics carry it as `http.route` with nothing per request.
     route.config = {
       ...config,
@@ -167,7 +125,7 @@ export function rateLimiting(
       limits =
         config === undefined
           ? engine.defaultRoute
-          : limitsOf(config, request.method, request.routeOptions.url);
+          : limitsOf(engine, fastify, config, request.method, request.routeOptions.url);
     } catch (error) {
       next(error as Error);
       return;
@@ -176,58 +134,10 @@ export function rateLimiting(
       next();
       return;
     }
-    decideOnNode(
-      engine,
-      limits,
-      request,
-      reply,
-      reply.raw,
-      replyAnswers,
-      next as (error?: unknown) => void,
-      config?.[kMetrics],
-    );
+    decideThen(flow, limits, request, reply, reply, next as (error?: unknown) => void, config?.[kMetrics]);
   });
 
   done();
-}
-
-// `request.routeOptions` builds a fresh object on every read; the route's config object itself sits under
-// Fastify's context symbol (as in the timeouts plugin). Found once by its description, with the getter as fallback.
-let kRouteContext: symbol | null | undefined;
-
-function routeConfig(request: FastifyRequest): LimitedConfig | undefined {
-  if (kRouteContext === undefined) {
-    kRouteContext =
-      Object.getOwnPropertySymbols(request).find((s) => s.description === 'fastify.context') ?? null;
-  }
-  const context =
-    kRouteContext === null
-      ? undefined
-      : (request as unknown as Record<symbol, { config?: unknown }>)[kRouteContext];
-  return (context?.config ?? request.routeOptions.config) as LimitedConfig | undefined;
-}
-
-const replyAnswers: NodeAnswers<FastifyReply> = {
-  info: (request, info) => {
-    (request as FastifyRequest).rateLimit = info;
-  },
-  sent: (reply) => reply.sent,
-  send,
-  // On the node response: Fastify merges it into what it writes, and reply.getHeader()/getHeaders() read it
-  // there too; reply.header() would lower-case and store each field per request first.
-  header: (reply, name, value) => {
-    reply.header(name, value);
-  },
-};
-
-// Answer through Fastify rather than on the raw response, so onSend/onResponse hooks and the request log see it.
-function send(reply: FastifyReply, answer: Answer): void {
-  for (const [name, value] of answer.headers) reply.header(name, value);
-  if (answer.headers instanceof Headers && answer.headers.has('set-cookie')) {
-    reply.header('set-cookie', answer.headers.getSetCookie());
-  }
-  // A Buffer, so that Fastify keeps the Content-Type as set (it adds a charset to strings).
-  reply.code(answer.status).send(Buffer.from(answer.body));
 }
 
 // Hooks of this plugin apply to the whole application, as with fastify-plugin.

@@ -1,13 +1,12 @@
-import type { ServerResponse } from 'node:http';
 import type { Context, Env, MiddlewareHandler } from 'hono';
-import { type Decision, metricsRecorded, RateLimiting } from '../../http/rate-limiting/engine.ts';
+import { metricsRecorded, RateLimiting } from '../../http/rate-limiting/engine.ts';
+import { Flow, type Verdict } from '../../http/rate-limiting/flow.ts';
 import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
-import { holdUntilEnd, isThenable, refundWhenDone, setHeader } from '../../http/rate-limiting/node-http.ts';
-import type { RateLimitingOptions, RejectedContext, RouteLimit } from '../../http/rate-limiting/options.ts';
+import { isThenable } from '../../http/rate-limiting/node-http.ts';
+import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
-import type { RouteMetrics } from '../../http/rate-limiting/route-metrics.ts';
-import { requestTimeoutOf, timeoutGaveUp } from '../../http/timeouts/registry.ts';
-import { throughComposed } from './composed.ts';
+import { contextAnswers, nodeOutgoing, runOnWeb } from './answers.ts';
+import { conflict, type Matched, markedRoute, markHandler, metricsOf, NO_ROUTES } from './markers.ts';
 
 export type {
   HttpLimiter,
@@ -48,81 +47,6 @@ export interface HonoRateLimiting<E extends Env = any> extends MiddlewareHandler
   readonly engine: RateLimiting;
 }
 
-const kMarker: unique symbol = Symbol.for('floodgate.rateLimitMarker') as never;
-type Matched = Context['req']['matchedRoutes'][number];
-const NO_ROUTES: readonly Matched[] = [];
-type Marked = { [kMarker]?: { engine: RateLimiting; route: RouteLimits } };
-// The marker a matched handler carries, looking through Hono's wrappers of sub-apps with their own onError.
-function markerOf(handler: unknown): Marked[typeof kMarker] {
-  return throughComposed(handler, readMarker);
-}
-
-function readMarker(handler: object): Marked[typeof kMarker] {
-  return (handler as Marked)[kMarker];
-}
-
-const kDecided: unique symbol = Symbol.for('floodgate.rateLimited') as never;
-type Decided = { [kDecided]?: RouteLimits };
-
-function appendHeader(c: Context, name: string, value: string): void {
-  c.header(name, value, { append: true });
-}
-
-function nodeOutgoing(c: Context): ServerResponse | undefined {
-  const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
-  return typeof outgoing?.on === 'function' ? outgoing : undefined;
-}
-
-// Queued requests wait with the request timeout's signal when there is one (it also aborts on disconnect),
-// else with one that aborts when the node response closes early, else with the runtime's request signal.
-function waitSignal(c: Context): AbortSignal | undefined {
-  const timeout = requestTimeoutOf(c);
-  if (timeout !== undefined) return timeout.signal;
-  const outgoing = nodeOutgoing(c);
-  if (outgoing === undefined) return c.req.raw.signal;
-  const controller = new AbortController();
-  const onClose = (): void => {
-    if (!outgoing.writableFinished)
-      controller.abort(new DOMException('The client disconnected', 'AbortError'));
-  };
-  if (outgoing.destroyed || outgoing.closed) onClose();
-  else outgoing.once('close', onClose);
-  return controller.signal;
-}
-
-/**
- * The route's `next`, followed by the refund rule's verdict on its response (a route that threw, or a response
- * of Hono's error handler, counts as failed by default: status 500). Under `@hono/node-server` the verdict waits
- * for the node response to finish; a client gone before then counts as failed.
- */
-function refundingNext(
-  engine: RateLimiting,
-  decision: Decision,
-  c: Context,
-  next: () => Promise<void>,
-): () => Promise<void> {
-  return () => {
-    let route: Promise<void>;
-    try {
-      route = next();
-    } catch (error) {
-      engine.finished(decision, c, c, false, 500);
-      throw error;
-    }
-    return route.then(
-      () => {
-        const outgoing = c.error === undefined ? nodeOutgoing(c) : undefined;
-        if (outgoing !== undefined) refundWhenDone(engine, c, c, outgoing, decision);
-        else engine.finished(decision, c, c, c.error === undefined, c.res.status);
-      },
-      (error: unknown) => {
-        engine.finished(decision, c, c, false, 500);
-        throw error;
-      },
-    );
-  };
-}
-
 /**
  * Rate limiting for Hono 4, on web `Request`/`Response`. `app.use(limiter)` applies the global limiter; route
  * markers (`limiter.requirePolicy('name')`, `limiter.noRateLimit()`) set a route's policy. Hono matches every
@@ -145,13 +69,8 @@ export function rateLimiting(options?: HonoRateLimitingOptions): HonoRateLimitin
 export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>): HonoRateLimiting<E>;
 export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>): HonoRateLimiting<E> {
   const engine = new RateLimiting(options);
+  const flow = new Flow(engine, contextAnswers);
   let markers = 0;
-  // A decided request's Context carries its route (a property costs less per request than a WeakMap entry, whose
-  // ephemeron the garbage collector must also trace); the route's owner tells this engine's marks from another's.
-  const decidedWith = (c: Context): RouteLimits | undefined => {
-    const route = (c as Decided)[kDecided];
-    return route !== undefined && route.owner === engine ? route : undefined;
-  };
 
   // Synchronous until something has to wait: most requests are decided without a Promise of floodgate's own.
   const decide = (
@@ -160,116 +79,35 @@ export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>
     next: () => Promise<void>,
     matched: readonly Matched[],
   ): Promise<Response | void> => {
-    (c as Decided)[kDecided] = route;
+    flow.mark(c, route);
     if (route.unlimited) return next();
-    const pending = engine.decide(c, c, route, waitSignal, c, metricsOf(route, matched));
-    if (isThenable(pending)) return pending.then((decision) => decided(decision, c, next));
-    return decided(pending, c, next);
+    const verdict = flow.decide(route, c, c, c, metricsOf(engine, route, matched));
+    if (isThenable(verdict)) return verdict.then((settled) => continueWith(settled, c, next));
+    return continueWith(verdict, c, next);
   };
 
-  const decided = (decision: Decision, c: Context, next: () => Promise<void>): Promise<Response | void> => {
-    if (decision.result === 'canceled') {
-      // Left the queue at its deadline (or the client left): the timeout answers now, without a handler's grace.
-      timeoutGaveUp(c);
-      return Promise.resolve(new Response(null, { status: 499 }));
+  const continueWith = (
+    verdict: Verdict,
+    c: Context,
+    next: () => Promise<void>,
+  ): Promise<Response | void> => {
+    if (verdict === 'answered') return Promise.resolve();
+    // The timeout answered: the context needs a response of its own, which node-server does not write.
+    if (verdict === 'canceled') return Promise.resolve(new Response(null, { status: 499 }));
+    if ((verdict.heldSince >= 0 || verdict.refundable) && nodeOutgoing(c) === undefined) {
+      return runOnWeb(engine, verdict, c, next);
     }
-    if (decision.lease !== undefined) c.set('rateLimit', decision);
-    if (decision.lease !== undefined && !decision.lease.granted) {
-      const answer = rejected(decision, c);
-      if (!engine.options.dryRun) return answer;
-      return answer.then(() => admitted(decision, c, next));
-    }
-    return admitted(decision, c, next);
-  };
-
-  const rejected = async (decision: Decision, c: Context): Promise<Response> => {
-    const hook = decision.route.onRejected;
-    const answer =
-      hook === undefined
-        ? engine.rejection(decision)
-        : engine.rejectedContext<Context, Context>(decision, c, c);
-    if (hook !== undefined) {
-      const outcome = await hook(answer as RejectedContext<Context, Context>);
-      if (outcome instanceof Response) return outcome;
-    }
-    // onRejected's Headers (which may hold several Set-Cookie fields) as they are; floodgate's own fields as a
-    // plain record, which keeps @hono/node-server's lightweight Response (a Headers object would leave it).
-    if (answer.headers instanceof Headers) {
-      return new Response(answer.body, { status: answer.status, headers: answer.headers });
-    }
-    const headers: Record<string, string> = {};
-    for (const [name, value] of answer.headers) headers[name] = value;
-    return new Response(answer.body, { status: answer.status, headers });
-  };
-
-  const admitted = (decision: Decision, c: Context, toRoute: () => Promise<void>): Promise<void> => {
-    const next = decision.refundable ? refundingNext(engine, decision, c, toRoute) : toRoute;
-    const outgoing = nodeOutgoing(c);
-    if (engine.options.headers.length > 0 && decision.lease !== undefined) {
-      // Under node-server the fields go on the node response, which merges them into whatever the route returns;
-      // c.header() would make Hono build a Headers object and leave node-server's fast path for every response.
-      if (outgoing !== undefined) engine.setHeaders(decision, outgoing, setHeader);
-      else engine.setHeaders(decision, c, appendHeader);
-    }
-    if (decision.heldSince < 0) return next();
-    // The permit comes back at the first of: the response written, the client gone, the timeout answered (its
-    // answer is a response too). Not when the route's promise settles: a handler that never settles would keep it.
-    if (outgoing !== undefined) {
-      holdUntilEnd(engine, outgoing, decision);
-      return next();
-    }
-    // Other runtimes show no response end: the route settling, the client's or the timeout's signal.
-    const release = (): void => engine.release(decision);
-    for (const signal of [c.req.raw.signal, requestTimeoutOf(c)?.signal]) {
-      if (signal?.aborted) release();
-      else signal?.addEventListener('abort', release, { once: true });
-    }
-    return next().finally(release);
-  };
-
-  // The route limits of this engine's marker among the handlers Hono matched; `null` when two of its markers
-  // disagree, which is found before anything is decided so that the failing request is never charged.
-  const markedRoute = (routes: readonly Matched[]): RouteLimits | null | undefined => {
-    let found: RouteLimits | undefined;
-    for (const matched of routes) {
-      const marker = markerOf(matched.handler);
-      if (marker === undefined || marker.engine !== engine) continue;
-      if (found !== undefined && found !== marker.route) return null;
-      found = marker.route;
-    }
-    return found;
-  };
-
-  const conflict = (): Error =>
-    new Error(
-      'floodgate: two rate-limiting markers of one limiter apply to this route (the request would be already ' +
-        'decided by the first); global and route policy must be decided together, so give the route one marker',
-    );
-
-  // The route template for `http.route`: the path of this engine's marker deciding `route`, else of the last
-  // route matched with a method (the handler's, not an `app.use()` pattern); none for a request no route matched.
-  const metricsOf = (route: RouteLimits, routes: readonly Matched[]): RouteMetrics => {
-    let template: string | undefined;
-    // No marker decides the global limiter alone.
-    const marked = route !== engine.defaultRoute;
-    for (const matched of routes) {
-      if (marked) {
-        const marker = markerOf(matched.handler);
-        if (marker?.engine === engine && marker.route === route) return route.metricsFor(matched.path);
-      }
-      if (matched.method !== 'ALL') template = matched.path;
-    }
-    return route.metricsFor(template);
+    return next();
   };
 
   const middleware: MiddlewareHandler = (c, next) => {
-    if (decidedWith(c) !== undefined) return next();
+    if (flow.prior(c) !== undefined) return next();
     // Hono builds this array on every read: read once, and only when a marker may apply or metrics want the
     // route template.
     const matched = markers > 0 || metricsRecorded() ? c.req.matchedRoutes : NO_ROUTES;
     let route = engine.defaultRoute;
     if (markers > 0) {
-      const marked = markedRoute(matched);
+      const marked = markedRoute(engine, matched);
       if (marked === null) throw conflict();
       if (marked !== undefined) route = marked;
     }
@@ -279,10 +117,10 @@ export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>
   const marker = (route: RouteLimits): MiddlewareHandler => {
     markers++;
     const handle: MiddlewareHandler = (c, next) => {
-      const prior = decidedWith(c);
+      const prior = flow.prior(c);
       if (prior === undefined) {
         const matched = c.req.matchedRoutes;
-        if (markedRoute(matched) === null) throw conflict();
+        if (markedRoute(engine, matched) === null) throw conflict();
         return decide(route, c, next, matched);
       }
       if (prior === route) return next();
@@ -291,7 +129,7 @@ export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>
           'request was already decided by another marker; global and route policy must be decided together',
       );
     };
-    (handle as Marked)[kMarker] = { engine, route };
+    markHandler(handle, engine, route);
     return handle;
   };
 

@@ -1,13 +1,12 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { DefaultContext, DefaultState, Middleware, Next, ParameterizedContext } from 'koa';
-import { type Decision, RateLimiting } from '../../http/rate-limiting/engine.ts';
+import { RateLimiting } from '../../http/rate-limiting/engine.ts';
+import { Flow } from '../../http/rate-limiting/flow.ts';
 import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
-import { holdUntilEnd, isThenable, refundWhenDone, waitSignal } from '../../http/rate-limiting/node-http.ts';
-import type { RateLimitingOptions, RejectedContext, RouteLimit } from '../../http/rate-limiting/options.ts';
-import type { Answer } from '../../http/rate-limiting/response.ts';
+import { isThenable } from '../../http/rate-limiting/node-http.ts';
+import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
 import type { RouteMetrics } from '../../http/rate-limiting/route-metrics.ts';
-import { timeoutGaveUp } from '../../http/timeouts/registry.ts';
+import { type Ctx, continueWith, ctxAnswers } from './answers.ts';
 import { findMarker, kMarker, type Marked, markerIn } from './route-lookahead.ts';
 
 export type {
@@ -57,50 +56,11 @@ export interface KoaRateLimiting<State = DefaultState, Custom = DefaultContext>
   readonly engine: RateLimiting;
 }
 
-const kDecided: unique symbol = Symbol.for('floodgate.rateLimited') as never;
-type Decided = { [kDecided]?: RouteLimits };
 // `@koa/router` sets the matched layer's path (its template) before running the layer's middleware.
 type Routed = { _matchedRoute?: unknown };
 
 function templateOf(path: unknown): string | undefined {
   return typeof path === 'string' ? path : undefined;
-}
-
-interface Ctx {
-  req: IncomingMessage;
-  res: ServerResponse;
-  state: { rateLimit?: RateLimitInfo };
-  status: number;
-  body: unknown;
-  respond?: boolean;
-  headerSent: boolean;
-  set(name: string, value: string | string[]): void;
-}
-
-// Queued requests wait with the request timeout's signal when `requestTimeouts()` runs first, else with one
-// that aborts when the client goes away. A function made once: deciding allocates no closure.
-function ctxSignal(ctx: Ctx): AbortSignal {
-  return waitSignal(ctx.req, ctx.res);
-}
-
-// On the node response, as Koa's own ctx.set() does after checks this path does not need (the headers were not sent).
-function setHeader(ctx: Ctx, name: string, value: string): void {
-  ctx.res.setHeader(name, value);
-}
-
-/** Whether an `onRejected` hook answered by itself: it set a body, wrote the response, or took it over. */
-function answered(ctx: Ctx): boolean {
-  return ctx.body !== undefined && ctx.body !== null ? true : ctx.headerSent || ctx.respond === false;
-}
-
-function send(ctx: Ctx, answer: Answer): void {
-  ctx.status = answer.status;
-  for (const [name, value] of answer.headers) ctx.set(name, value);
-  // `Headers` joins repeated fields with ', ', which is right for every field but Set-Cookie.
-  if (answer.headers instanceof Headers && answer.headers.has('set-cookie')) {
-    ctx.set('set-cookie', answer.headers.getSetCookie());
-  }
-  ctx.body = answer.body;
 }
 
 /**
@@ -139,60 +99,20 @@ export function rateLimiting<State, Custom>(
   options?: KoaRateLimitingOptions<State, Custom>,
 ): KoaRateLimiting<State, Custom> {
   const engine = new RateLimiting(options);
+  const flow = new Flow(engine, ctxAnswers);
   let markers = 0;
-  const decidedWith = (ctx: Ctx): RouteLimits | undefined => {
-    const route = (ctx as Decided)[kDecided];
-    return route !== undefined && route.owner === engine ? route : undefined;
-  };
 
   // Synchronous until something has to wait: most requests are decided without a Promise of floodgate's own.
   const decide = (route: RouteLimits, ctx: Ctx, next: Next, metrics?: RouteMetrics): Promise<unknown> => {
-    (ctx as Decided)[kDecided] = route;
+    flow.mark(ctx, route);
     if (route.unlimited) return next();
-    const pending = engine.decide(ctx, ctx, route, ctxSignal, ctx, metrics);
-    if (isThenable(pending)) return pending.then((decision) => decided(decision, ctx, next));
-    return decided(pending, ctx, next);
-  };
-
-  const decided = (decision: Decision, ctx: Ctx, next: Next): Promise<unknown> => {
-    if (decision.result === 'canceled') {
-      // Left the queue at its deadline (or the client left): the timeout answers now, without a handler's grace.
-      timeoutGaveUp(ctx.req);
-      return Promise.resolve();
-    }
-    if (decision.lease !== undefined) ctx.state.rateLimit = decision; // the decision is its own RateLimitInfo
-    if (decision.lease !== undefined && !decision.lease.granted) {
-      const done = rejected(decision, ctx);
-      if (!engine.options.dryRun) return done;
-      return done.then(() => admitted(decision, ctx, next));
-    }
-    return admitted(decision, ctx, next);
-  };
-
-  const rejected = async (decision: Decision, ctx: Ctx): Promise<void> => {
-    const hook = decision.route.onRejected;
-    if (hook === undefined) {
-      if (!engine.options.dryRun) send(ctx, engine.rejection(decision));
-      return;
-    }
-    const context = engine.rejectedContext<Ctx, Ctx>(decision, ctx, ctx);
-    await hook(context as RejectedContext<Ctx, Ctx>);
-    if (engine.options.dryRun || answered(ctx)) return;
-    send(ctx, context);
-  };
-
-  const admitted = (decision: Decision, ctx: Ctx, next: Next): Promise<unknown> => {
-    if (engine.options.headers.length > 0 && decision.lease !== undefined && !ctx.headerSent) {
-      engine.setHeaders(decision, ctx, setHeader);
-    }
-    // Watched on the node response: the body Koa writes after the chain settles (a stream, a file) still holds it.
-    holdUntilEnd(engine, ctx.res, decision);
-    if (decision.refundable) refundWhenDone(engine, ctx, ctx, ctx.res, decision);
-    return next();
+    const verdict = flow.decide(route, ctx, ctx, ctx, metrics);
+    if (isThenable(verdict)) return verdict.then((settled) => continueWith(settled, next));
+    return continueWith(verdict, next);
   };
 
   const middleware = (ctx: Ctx, next: Next): Promise<unknown> => {
-    if (decidedWith(ctx) !== undefined) return next();
+    if (flow.prior(ctx) !== undefined) return next();
     if (markers > 0) {
       const layer = findMarker(ctx as never, engine);
       const route = layer === undefined ? undefined : markerIn(layer, engine);
@@ -206,7 +126,7 @@ export function rateLimiting<State, Custom>(
   const marker = (route: RouteLimits): Middleware<State, Custom> => {
     markers++;
     const handle = (ctx: Ctx, next: Next): Promise<unknown> => {
-      const prior = decidedWith(ctx);
+      const prior = flow.prior(ctx);
       if (prior === undefined) {
         return decide(route, ctx, next, route.metricsFor(templateOf((ctx as Routed)._matchedRoute)));
       }

@@ -2,18 +2,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Decision, RateLimiting } from '../../http/rate-limiting/engine.ts';
+import { type Answers, Flow, type Verdict } from '../../http/rate-limiting/flow.ts';
 import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
-import { holdUntilEnd, isThenable, refundWhenDone, waitSignal } from '../../http/rate-limiting/node-http.ts';
-import type { RejectedContext } from '../../http/rate-limiting/options.ts';
+import { isThenable, waitSignal } from '../../http/rate-limiting/node-http.ts';
 import type { Answer } from '../../http/rate-limiting/response.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
 import { RATE_LIMIT_METADATA } from './decorators.ts';
 import { RateLimitExceededException } from './exception.ts';
 import { graphqlPair, graphqlRejection } from './graphql.ts';
 import { FLOODGATE_ENGINE } from './tokens.ts';
-
-const kDecided: unique symbol = Symbol.for('floodgate.rateLimited') as never;
-type Decided = { [kDecided]?: RouteLimits };
 
 /**
  * The platform's request and the node objects under it (Express: the same; Fastify: `raw`), and where the
@@ -23,7 +20,7 @@ interface HttpPair {
   request: object & { rateLimit?: RateLimitInfo };
   req: IncomingMessage;
   res: ServerResponse;
-  marker: object & Decided;
+  marker: object;
   graphql?: true;
 }
 
@@ -40,10 +37,55 @@ function pairOf(context: ExecutionContext): HttpPair | undefined {
   return { request, req: req as IncomingMessage, res, marker: request };
 }
 
-// Queued requests wait with the request timeout's signal when floodgate's timeouts run, else with one that
-// aborts when the client goes away. Made once: deciding allocates no closure.
-function pairSignal(pair: HttpPair): AbortSignal {
-  return waitSignal(pair.req, pair.res);
+/**
+ * A rejection is the exception Nest's filters answer with: `Retry-After` and the RateLimit fields go on the
+ * response now, the body (and its type) is the filter's to write.
+ */
+function reject(pair: HttpPair, answer: Answer, decision: Decision): never {
+  const res = pair.res;
+  if (!res.headersSent) {
+    for (const [name, value] of answer.headers) {
+      if (name.length !== 12 || name.toLowerCase() !== 'content-type') res.setHeader(name, value);
+    }
+  }
+  const problem = (decision.route.owner as RateLimiting).options.body !== 'text';
+  const body = problem ? (JSON.parse(answer.body) as Record<string, unknown>) : answer.body;
+  // A 429 is an answer, not a fault: no stack trace is captured for it. Capturing one under Nest's deep
+  // synchronous stack of router, guards and Express layers was most of a rejection's cost (HOT=1 bench:nestjs).
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  let exception: RateLimitExceededException;
+  try {
+    const { lease, route } = decision;
+    exception = pair.graphql
+      ? graphqlRejection(body, answer.status, answer.headers, lease!, route.policy?.name)
+      : new RateLimitExceededException(body, answer.status, answer.headers, lease!, route.policy?.name);
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+  throw exception;
+}
+
+const pairAnswers: Answers<HttpPair> = {
+  // The request timeout's signal when floodgate's timeouts run, else one that aborts when the client goes away.
+  signal: (pair) => waitSignal(pair.req, pair.res),
+  node: (pair) => pair.res,
+  timeout: (pair) => pair.req,
+  info: (pair, info) => {
+    pair.request.rateLimit = info;
+  },
+  header: (pair, name, value) => {
+    pair.res.setHeader(name, value);
+  },
+  sent: (pair) => pair.res.headersSent,
+  answeredBy: () => false,
+  send: reject,
+};
+
+// Admitted: the handler runs. A request that left the queue (its client went away, or its timeout answered) has
+// nothing more to do; a rejection threw before a verdict could say so.
+function activates(verdict: Verdict): boolean {
+  return typeof verdict !== 'string';
 }
 
 /**
@@ -63,29 +105,32 @@ function pairSignal(pair: HttpPair): AbortSignal {
  */
 export class FloodgateGuard implements CanActivate {
   readonly #routes = new WeakMap<object, WeakMap<object, RouteLimits>>();
+  readonly #flow: Flow<HttpPair>;
 
   constructor(
     readonly engine: RateLimiting,
     private readonly reflector: Reflector,
-  ) {}
+  ) {
+    this.#flow = new Flow(engine, pairAnswers);
+  }
 
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
     const pair = pairOf(context);
     if (pair === undefined) return true;
     const route = this.routeOf(context.getClass(), context.getHandler());
-    const prior = pair.marker[kDecided];
-    if (prior !== undefined && prior.owner === this.engine) {
+    const flow = this.#flow;
+    const prior = flow.prior(pair.marker);
+    if (prior !== undefined) {
       if (prior === route) return true;
       throw new Error(
         `floodgate: this handler requires rate-limiting policy ${JSON.stringify(route.policy?.name ?? 'none')} but ` +
           'the request was already decided with another; global and route policy must be decided together',
       );
     }
-    pair.marker[kDecided] = route;
+    flow.mark(pair.marker, route);
     if (route.unlimited) return true;
-    const pending = this.engine.decide(context, context, route, pairSignal, pair);
-    if (isThenable(pending)) return pending.then((decision) => this.#decided(decision, context, pair));
-    return this.#decided(pending, context, pair);
+    const verdict = flow.decide(route, context, context, pair);
+    return isThenable(verdict) ? verdict.then(activates) : activates(verdict);
   }
 
   /** The route limits of a handler, from its (or its controller's) decorator; validated once, then kept. */
@@ -108,77 +153,6 @@ export class FloodgateGuard implements CanActivate {
     }
     return route;
   }
-
-  #decided(decision: Decision, context: ExecutionContext, pair: HttpPair): boolean | Promise<boolean> {
-    // The client left the queue, or the request timed out (and its timeout answered): nothing more to do.
-    if (decision.result === 'canceled') return false;
-    const engine = this.engine;
-    if (decision.lease !== undefined) pair.request.rateLimit = decision; // the decision is its own RateLimitInfo
-    if (decision.lease !== undefined && !decision.lease.granted) {
-      const hook = decision.route.onRejected;
-      if (hook === undefined) {
-        if (!engine.options.dryRun) this.#reject(engine.rejection(decision), decision, pair);
-      } else {
-        const answer = engine.rejectedContext(decision, context, context);
-        const outcome = hook(answer as RejectedContext<ExecutionContext, ExecutionContext>);
-        if (isThenable(outcome)) {
-          return Promise.resolve(outcome).then(() => this.#afterHook(answer, decision, context, pair));
-        }
-        return this.#afterHook(answer, decision, context, pair);
-      }
-    }
-    return this.#admit(decision, context, pair);
-  }
-
-  #afterHook(
-    answer: RejectedContext,
-    decision: Decision,
-    context: ExecutionContext,
-    pair: HttpPair,
-  ): boolean {
-    if (!this.engine.options.dryRun) this.#reject(answer, decision, pair);
-    return this.#admit(decision, context, pair);
-  }
-
-  #reject(answer: Answer, decision: Decision, pair: HttpPair): never {
-    const res = pair.res;
-    if (!res.headersSent) {
-      // The exception filter writes the body (and its type); the rest of the fields go on the response now.
-      for (const [name, value] of answer.headers) {
-        if (name.length !== 12 || name.toLowerCase() !== 'content-type') res.setHeader(name, value);
-      }
-    }
-    const problem = this.engine.options.body !== 'text';
-    const body = problem ? (JSON.parse(answer.body) as Record<string, unknown>) : answer.body;
-    // A 429 is an answer, not a fault: no stack trace is captured for it. Capturing one under Nest's deep
-    // synchronous stack of router, guards and Express layers was most of a rejection's cost (HOT=1 bench:nestjs).
-    const limit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
-    let exception: RateLimitExceededException;
-    try {
-      const { lease, route } = decision;
-      exception = pair.graphql
-        ? graphqlRejection(body, answer.status, answer.headers, lease!, route.policy?.name)
-        : new RateLimitExceededException(body, answer.status, answer.headers, lease!, route.policy?.name);
-    } finally {
-      Error.stackTraceLimit = limit;
-    }
-    throw exception;
-  }
-
-  #admit(decision: Decision, context: ExecutionContext, pair: HttpPair): boolean {
-    const engine = this.engine;
-    if (engine.options.headers.length > 0 && decision.lease !== undefined && !pair.res.headersSent) {
-      engine.setHeaders(decision, pair.res, setHeader);
-    }
-    holdUntilEnd(engine, pair.res, decision);
-    if (decision.refundable) refundWhenDone(engine, context, context, pair.res, decision);
-    return true;
-  }
-}
-
-function setHeader(res: ServerResponse, name: string, value: string): void {
-  res.setHeader(name, value);
 }
 
 // Nest's dependency injection, applied as calls: floodgate is compiled without decorator syntax.

@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { RateLimiting } from '../../http/rate-limiting/engine.ts';
+import { decideThen, Flow, nodeAnswers, type Verdict } from '../../http/rate-limiting/flow.ts';
 import type { RateLimitInfo } from '../../http/rate-limiting/info.ts';
-import { decideAndContinue, isThenable } from '../../http/rate-limiting/node-http.ts';
+import { isThenable } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
 import { callHandler, errorHandler, handlerRejected, type NodeErrorHandler, reportError } from './errors.ts';
@@ -61,9 +62,14 @@ export interface NodeRateLimiting {
   readonly engine: RateLimiting;
 }
 
-const kDecided = Symbol.for('floodgate.rateLimited');
-// A decided request carries its route; the route's owner tells this engine's marks from another's.
-type Marked = IncomingMessage & { [kDecided]?: RouteLimits };
+// Passed: an outer wrapper of the same engine decided this request with the same setting.
+const SAME = { passed: true } as const;
+type Gate = Verdict | typeof SAME;
+
+const decidedElsewhere = (): Error =>
+  new Error(
+    'floodgate: this request was already rate-limited by an outer wrapper with another setting; wrap each route once',
+  );
 
 /**
  * Rate limiting for node:http.
@@ -87,25 +93,18 @@ export function rateLimiting(options?: NodeRateLimitingOptions): NodeRateLimitin
   const engine = new RateLimiting(rest as RateLimitingOptions);
   const onError = errorHandler('rateLimiting', hook);
 
-  const gate = (
-    route: RouteLimits,
-    req: IncomingMessage,
-    res: ServerResponse,
-    next: (error?: unknown) => void,
-  ): void => {
-    const prior = (req as Marked)[kDecided];
-    if (prior !== undefined && prior.owner === engine) {
-      if (route === prior || route === engine.defaultRoute) next();
-      else
-        next(
-          new Error(
-            'floodgate: this request was already rate-limited by an outer wrapper with another setting; wrap each route once',
-          ),
-        );
-      return;
+  const flow = new Flow(engine, nodeAnswers);
+
+  // A request an outer wrapper of this engine decided passes when it was decided with this route (or this one
+  // asks for the global limiter alone): `SAME`.
+  const gate = (route: RouteLimits, req: IncomingMessage, res: ServerResponse): Gate | Promise<Verdict> => {
+    const prior = flow.prior(req);
+    if (prior === undefined) {
+      flow.mark(req, route);
+      return flow.decide(route, req, res, res);
     }
-    (req as Marked)[kDecided] = route;
-    decideAndContinue(engine, route, req, res, next);
+    if (route === prior || route === engine.defaultRoute) return SAME;
+    throw decidedElsewhere();
   };
 
   const wrap = <Req extends IncomingMessage, Res extends ServerResponse>(
@@ -116,21 +115,39 @@ export function rateLimiting(options?: NodeRateLimitingOptions): NodeRateLimitin
       throw new TypeError(`rateLimiting(): the handler must be a function; got ${typeof handler}`);
     }
     const route = engine.route(setting, 'rateLimiting() route');
+    // No closure per request unless the decision waits.
     return (req, res) => {
-      gate(route, req, res, (error) => {
-        if (error !== undefined) {
-          reportError(onError, error, req, res);
-          return;
-        }
+      let verdict: Gate | Promise<Verdict>;
+      try {
+        verdict = gate(route, req, res);
+      } catch (error) {
+        reportError(onError, error, req, res);
+        return;
+      }
+      if (typeof verdict === 'string') return;
+      if (!isThenable(verdict)) {
         run(handler, req, res, onError);
-      });
+        return;
+      }
+      verdict.then(
+        (settled) => {
+          if (typeof settled !== 'string') run(handler, req, res, onError);
+        },
+        (error: unknown) => reportError(onError, error, req, res),
+      );
     };
   };
 
   const middleware = (setting?: RouteLimit<IncomingMessage, ServerResponse>) => {
     const route = engine.route(setting, 'rateLimiting.middleware()');
-    return (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) =>
-      gate(route, req, res, next);
+    return (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => {
+      const prior = flow.prior(req);
+      if (prior === undefined) {
+        flow.mark(req, route);
+        decideThen(flow, route, req, res, res, next);
+      } else if (route === prior || route === engine.defaultRoute) next();
+      else next(decidedElsewhere());
+    };
   };
 
   return Object.assign(wrap, { middleware, engine }) as NodeRateLimiting;
