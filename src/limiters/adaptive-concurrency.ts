@@ -8,8 +8,7 @@ import {
 } from './adaptive-options.ts';
 import type { LimiterCore } from './core.ts';
 import type { Lease } from './lease.ts';
-import { checkPermits } from './options.ts';
-import { type Priority, rankOf } from './priority.ts';
+import type { Priority } from './priority.ts';
 import { type AcquireOptions, RateLimiter, type Statistics } from './rate-limiter.ts';
 
 /** Options of {@link AdaptiveConcurrencyLimiter.acquire}. */
@@ -65,9 +64,7 @@ export class AdaptiveConcurrencyLimiter extends RateLimiter {
 
   /** Decides now and never waits; `priority` is the request's class. */
   override tryAcquire(permits = 1, priority?: Priority): Lease {
-    if (permits !== 1) checkPermits(permits, this.algorithm.limit);
-    const rank = rankOf('priority', priority);
-    return this.core.tryAcquireClass(0, permits, rank, this.options.clock.now());
+    return this.tryAcquireFor(undefined, permits, true, priority);
   }
 
   /**
@@ -76,14 +73,7 @@ export class AdaptiveConcurrencyLimiter extends RateLimiter {
    * `'queue-delay'`, `'event-loop'` under the brake).
    */
   override acquire(permits = 1, options?: AdaptiveAcquireOptions): Promise<Lease> {
-    let rank: number;
-    try {
-      checkPermits(permits, this.algorithm.limit);
-      rank = rankOf('priority', options?.priority);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.core.acquireClass(0, permits, rank, options?.signal);
+    return this.acquireFor(undefined, permits, options?.signal, options?.priority);
   }
 
   override statistics(): AdaptiveStatistics {

@@ -1,8 +1,8 @@
 import type { Algorithm } from '../algorithms/algorithm.ts';
 import { type CoreOptions, LimiterCore } from './core.ts';
 import type { Lease } from './lease.ts';
-import { checkPermits } from './options.ts';
-import { MEMORY, type MemoryStore } from './store.ts';
+import type { LimitShape, MemorySlot } from './limiter.ts';
+import { MemoryLimiterBase } from './memory-limiter.ts';
 
 /** What a limiter reports about itself. */
 export interface Statistics {
@@ -38,20 +38,23 @@ export interface LimiterSpec {
  * A limiter with one state, in memory. Use the factories (`fixedWindow`, `slidingWindow`, `tokenBucket`,
  * `concurrency`); every limiter is also a {@link LimiterSpec} for `partitioned`.
  */
-export abstract class RateLimiter implements LimiterSpec {
+export abstract class RateLimiter extends MemoryLimiterBase implements LimiterSpec {
   readonly signature: string;
   /** @internal */
   readonly core: LimiterCore;
+  readonly #only: MemorySlot;
 
   protected constructor(
     readonly algorithm: Algorithm,
     readonly options: CoreOptions,
     core: LimiterCore = new LimiterCore(algorithm, options),
   ) {
+    super();
     this.signature = `${algorithm.signature}|q${options.queueLimit}:${options.queueOrder}:${options.countRejected ? 1 : 0}`;
     this.core = core;
     this.core.source = this;
     this.core.allocate(options.clock.now());
+    this.#only = { core, slot: 0, key: undefined };
   }
 
   /** The most permits one request may ask for. */
@@ -59,15 +62,32 @@ export abstract class RateLimiter implements LimiterSpec {
     return this.algorithm.limit;
   }
 
-  /** The store that decides it: this process's memory (decided synchronously). */
-  get store(): MemoryStore {
-    return MEMORY;
+  /** What its header fields say: its algorithm's limit and window. */
+  get shape(): LimitShape {
+    return this.algorithm;
+  }
+
+  shapeFor(_key: string): LimitShape {
+    return this.algorithm;
+  }
+
+  /** Whether it may hold a request in its queue (`queueLimit` > 0). */
+  get mayQueue(): boolean {
+    return this.options.queueLimit > 0;
+  }
+
+  /** Its one state (there are no partitions: `key` is ignored). */
+  bind(_key: string | undefined, _permits: number): MemorySlot {
+    return this.#only;
+  }
+
+  available(_key: string | undefined): number {
+    return this.core.peek(0, this.options.clock.now()).available;
   }
 
   /** Decides now and never waits. `permits = 0` probes: granted when a permit is available, consuming nothing. */
   tryAcquire(permits = 1): Lease {
-    if (permits !== 1) checkPermits(permits, this.algorithm.limit);
-    return this.core.tryAcquire(0, permits, this.options.clock.now());
+    return this.tryAcquireFor(undefined, permits);
   }
 
   /**
@@ -75,12 +95,7 @@ export abstract class RateLimiter implements LimiterSpec {
    * with a rejected lease (`'limit'`, or `'queue-full'` when there is a queue). Charged once, when admitted.
    */
   acquire(permits = 1, options?: AcquireOptions): Promise<Lease> {
-    try {
-      checkPermits(permits, this.algorithm.limit);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.core.acquire(0, permits, options?.signal);
+    return this.acquireFor(undefined, permits, options?.signal);
   }
 
   /** Permits available and queued now, and the totals granted and rejected. */

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { keyFor } from '../limiters/keyed.ts';
 import { ChainLease, HeldLease, Lease } from '../limiters/lease.ts';
+import type { MemoryLimiter } from '../limiters/limiter.ts';
 import { checkPermits } from '../limiters/options.ts';
 import type { LimiterSpec } from '../limiters/rate-limiter.ts';
 import { telemetry } from '../telemetry.ts';
@@ -12,7 +14,7 @@ import { decodeNumber, encodeLone, encodeRequest, type MemberCall, type Op, spec
 import { RedisRefundableLease } from './refund.ts';
 import type { StoreUnavailableError } from './request.ts';
 import { keySlot } from './slot.ts';
-import { leaseOf } from './unavailable.ts';
+import { FALLBACK } from './unavailable.ts';
 
 /**
  * Decides bindings over Redis: encodes requests, applies the per-call deadline and `onUnavailable`, builds the
@@ -98,7 +100,12 @@ export class Engine implements DecisionHost {
       const left = hit ? hit.until - performance.now() : 0;
       if (hit && left > 0) {
         const l = hit.lease;
-        const lease = new Lease(false, l.reason, left, l.limit, 0, undefined, l.source);
+        const lease = Lease.rejected(l.reason ?? 'limit', {
+          retryAfterMs: left,
+          limit: l.limit,
+          remaining: 0,
+          source: l.source,
+        });
         return Promise.resolve(asLease ? lease : { lease, blocked: 0, local: true });
       }
       if (hit) this.blockedUntil.delete(cacheKey);
@@ -110,7 +117,7 @@ export class Engine implements DecisionHost {
       if (until !== undefined) {
         if (performance.now() < until) {
           const decided: Decided = { lease: this.fallback(binding, permits), blocked: -1, local: true };
-          return Promise.resolve(asLease ? leaseOf(decided) : decided);
+          return Promise.resolve(asLease ? decided.lease : decided);
         }
         this.skipUntil.delete(scope);
       }
@@ -273,37 +280,34 @@ export class Engine implements DecisionHost {
     telemetry().storeUnavailable.add(1, { limiter: first.owner.name });
     const policy = this.options.onUnavailable;
     const limit = first.spec.algorithm.limit;
-    let lease: Lease;
+    const key = first.partKey;
     if (policy === 'fail-open') {
-      lease = new Lease(
-        true,
-        undefined,
-        undefined,
-        limit,
-        Math.max(0, limit - permits),
-        undefined,
-        first.owner,
-      );
-    } else if (policy === 'fail-closed') {
-      lease = new Lease(false, 'unavailable', this.options.retryIntervalMs, limit, 0, undefined, first.owner);
-    } else {
-      try {
-        if ('core' in policy) lease = policy.tryAcquire(Math.min(permits, policy.limit));
-        else return policy.tryAcquire(binding.partKey ?? first.owner.name, permits);
-      } catch {
-        lease = new Lease(
-          false,
-          'unavailable',
-          this.options.retryIntervalMs,
-          limit,
-          0,
-          undefined,
-          first.owner,
-        );
-      }
+      const remaining = Math.max(0, limit - permits);
+      return Lease.granted({ limit, remaining, source: first.owner, key, metadata: FALLBACK });
     }
-    lease.key = first.partKey;
-    return lease;
+    const refused = {
+      retryAfterMs: this.options.retryIntervalMs,
+      limit,
+      remaining: 0,
+      source: first.owner,
+      key,
+      metadata: FALLBACK,
+    };
+    if (policy === 'fail-closed') return Lease.rejected('unavailable', refused);
+    try {
+      // An insurance limiter in memory: a partitioned one by the partition key (or the limiter's name), its
+      // lease under its own key; a plain one with at most its limit, its lease under the partition's key.
+      const insurance: MemoryLimiter = policy;
+      if (insurance.keyOf !== undefined) {
+        const resource = binding.partKey ?? first.owner.name;
+        const lease = insurance.tryAcquireFor(keyFor(insurance as never, resource), permits);
+        return Lease.forwarding(lease, lease.key, FALLBACK);
+      }
+      const lease = insurance.tryAcquireFor(undefined, Math.min(permits, insurance.shapeFor('').limit));
+      return Lease.forwarding(lease, key, FALLBACK);
+    } catch {
+      return Lease.rejected('unavailable', refused);
+    }
   }
 
   private toLease(
@@ -320,7 +324,6 @@ export class Engine implements DecisionHost {
       const m = members[0];
       if (permits > 0) m.owner.granted++;
       const lease = this.granted(m, permits, Number(reply[1]), decodeNumber(reply[2]));
-      lease.key = m.partKey;
       return { lease, blocked: -1, local: false };
     }
     if (reply[0] === '1') {
@@ -336,9 +339,8 @@ export class Engine implements DecisionHost {
         } else if (m.spec.algorithm.timeBased) {
           leases[i] = this.granted(m, permits, remaining, decodeNumber(reply[2 + 2 * i]));
         } else {
-          leases[i] = new Lease(true, undefined, undefined, limit, remaining, undefined, m.owner);
+          leases[i] = Lease.granted({ limit, remaining, source: m.owner, key: m.partKey });
         }
-        leases[i].key = m.partKey;
         if (leases[i].remaining < leases[decisive].remaining) decisive = i;
       }
       const lease = binding.chain
@@ -350,16 +352,14 @@ export class Engine implements DecisionHost {
     const m = members[index];
     // A queued attempt that fails is not a rejection: the request keeps waiting.
     if (permits > 0 && op === 't') m.owner.rejected++;
-    const lease = new Lease(
-      false,
-      reason,
-      decodeNumber(reply[2]),
-      m.spec.algorithm.limit,
-      Number(reply[4]),
-      decodeNumber(reply[5]),
-      m.owner,
-    );
-    lease.key = m.partKey;
+    const lease = Lease.rejected(reason, {
+      retryAfterMs: decodeNumber(reply[2]),
+      limit: m.spec.algorithm.limit,
+      remaining: Number(reply[4]),
+      resetAfterMs: decodeNumber(reply[5]),
+      source: m.owner,
+      key: m.partKey,
+    });
     if (!binding.chain) return { lease, blocked: index, local: false };
     const chained = new ChainLease(lease, decodeNumber(reply[3]), [lease], lease.source);
     return { lease: chained, blocked: index, local: false };
@@ -368,12 +368,15 @@ export class Engine implements DecisionHost {
   /** A granted lease of a time-based member: refundable (see `RedisRefundableLease`) when it took permits. */
   private granted(m: BoundMember, permits: number, remaining: number, reset: number | undefined): Lease {
     const limit = m.spec.algorithm.limit;
-    if (permits === 0) return new Lease(true, undefined, undefined, limit, remaining, reset, m.owner);
+    if (permits === 0) {
+      return Lease.granted({ limit, remaining, resetAfterMs: reset, source: m.owner, key: m.partKey });
+    }
     return new RedisRefundableLease(
       limit,
       remaining,
       reset,
       m.owner,
+      m.partKey,
       permits,
       this.clock(),
       this.clock,
@@ -404,6 +407,6 @@ export class Engine implements DecisionHost {
         this.options.onRelease(m.key);
       },
     };
-    return new HeldLease(m.spec.algorithm.limit, remaining, permits, owner, 0, 0, m.owner);
+    return new HeldLease(m.spec.algorithm.limit, remaining, permits, owner, 0, 0, m.owner, m.partKey);
   }
 }

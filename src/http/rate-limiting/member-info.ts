@@ -1,7 +1,4 @@
-import type { Algorithm } from '../../algorithms/algorithm.ts';
-import { PartitionedLimiter } from '../../limiters/partitioned.ts';
-import { RateLimiter } from '../../limiters/rate-limiter.ts';
-import type { StoredLimiter } from '../../limiters/store.ts';
+import type { LimitShape } from '../../limiters/limiter.ts';
 import { sfString } from '../ratelimit-headers.ts';
 import type { Member } from './options.ts';
 
@@ -17,8 +14,8 @@ export class MemberInfo {
   /** The partition key function (called once per request, by the engine), or undefined for a plain limiter. */
   // biome-ignore lint/suspicious/noExplicitAny: the adapter's own request type
   readonly keyOf: ((req: any) => string | PromiseLike<string>) | undefined;
-  /** The algorithm when it is the same for every key. */
-  readonly algorithm: Algorithm | undefined;
+  /** What the header fields say, when the same for every key. */
+  readonly algorithm: LimitShape | undefined;
   /** `"name";q=…;qu=…;w=…` when the algorithm is known up front. */
   readonly policyItem: string | undefined;
   /** Metric attributes naming this limiter. */
@@ -46,25 +43,20 @@ export class MemberInfo {
     this.sfName = sfString(name);
     this.attributes = { policy: name };
     this.remainingPrefix = `${this.sfName};r=`;
-    if (member instanceof PartitionedLimiter || (!(member instanceof RateLimiter) && member.keyOf)) {
-      this.keyOf = member.keyOf;
-      this.algorithm = member.spec?.algorithm;
-    } else {
-      this.keyOf = undefined;
-      this.algorithm = member instanceof RateLimiter ? member.algorithm : member.spec?.algorithm;
-    }
+    this.keyOf = member.keyOf;
+    this.algorithm = member.shape;
     this.policyItem = this.algorithm === undefined ? undefined : policyItem(this.sfName, this.algorithm);
   }
 
-  /** The algorithm deciding `key`'s partition (a key function that threw leaves `key` undefined). */
-  algorithmFor(key: string | undefined): Algorithm {
+  /** What the header fields say for `key`'s partition (a key function that threw leaves `key` undefined). */
+  algorithmFor(key: string | undefined): LimitShape {
     if (this.algorithm !== undefined) return this.algorithm;
-    return (this.member as PartitionedLimiter<unknown> | Required<StoredLimiter>).algorithmFor(key ?? '');
+    return this.member.shapeFor(key ?? '');
   }
 }
 
 /** `"name";q=100;w=60`, or with `qu="concurrent-requests"` and no window for a concurrency limit. */
-export function policyItem(sfName: string, algorithm: Algorithm): string {
+export function policyItem(sfName: string, algorithm: LimitShape): string {
   const unit = algorithm.timeBased ? '' : ';qu="concurrent-requests"';
   const w = algorithm.windowMs;
   const window =

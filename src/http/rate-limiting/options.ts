@@ -1,10 +1,16 @@
 import { describe } from '../../duration.ts';
-import { ChainLimiter } from '../../limiters/chain.ts';
+import type { ChainLimiter } from '../../limiters/chain.ts';
 import type { Lease } from '../../limiters/lease.ts';
-import { PartitionedLimiter } from '../../limiters/partitioned.ts';
+import {
+  isLimiter,
+  type Limiter,
+  leaves,
+  type StoredLimiter,
+  type StoredLimiterChain,
+} from '../../limiters/limiter.ts';
+import type { PartitionedLimiter } from '../../limiters/partitioned.ts';
 import type { Priority } from '../../limiters/priority.ts';
-import { RateLimiter } from '../../limiters/rate-limiter.ts';
-import { isStored, type StoredLimiter, type StoredLimiterChain } from '../../limiters/store.ts';
+import type { RateLimiter } from '../../limiters/rate-limiter.ts';
 import { rejectUnknown } from '../../options/known.ts';
 import {
   checkSecret,
@@ -20,7 +26,8 @@ import { silenceWarnings } from '../warnings.ts';
  * What a policy limits with: a limiter (`fixedWindow(...)`: one bucket for every request it sees), a
  * `partitioned(...)` limiter (one bucket per key of the request, e.g. per client), or a `chain(...)` of them —
  * in memory, or on a Redis store (`store.limiter(...)`, `store.partitioned(...)`, `store.chain(...)`) for a
- * limit shared by every instance. The limiters of one route (global and policy) must all be on one store.
+ * limit shared by every instance, or a limiter of your own (anything implementing `Limiter`). The limiters of
+ * one route (global and policy) must all be on one store.
  */
 // biome-ignore lint/suspicious/noExplicitAny: untyped uses accept limiters keyed by any request type
 export type HttpLimiter<Req = any> =
@@ -29,7 +36,8 @@ export type HttpLimiter<Req = any> =
   | ChainLimiter<Req>
   | ChainLimiter<void>
   | StoredLimiter
-  | StoredLimiterChain;
+  | StoredLimiterChain
+  | Limiter;
 
 /**
  * Which limiter of the chain said no: the global limiter, the route's policy, or `'store'` when the Redis store
@@ -226,8 +234,7 @@ export interface Policy {
 }
 
 /** One limiter of a route's chain: in memory (decided synchronously) or on a Redis store (one round trip). */
-// biome-ignore lint/suspicious/noExplicitAny: see HttpLimiter
-export type Member = RateLimiter | PartitionedLimiter<any> | StoredLimiter;
+export type Member = Limiter;
 
 /** Validated options. */
 export interface ResolvedOptions {
@@ -373,18 +380,10 @@ export function buildPolicy(where: string, name: string, spec: unknown, withOpti
   );
 }
 
-function isLimiter(value: unknown): value is HttpLimiter {
-  return (
-    value instanceof RateLimiter ||
-    value instanceof PartitionedLimiter ||
-    value instanceof ChainLimiter ||
-    isStored(value)
-  );
-}
-
-// A chain is flattened into its members: the route rebuilds one chain of the global limiter and the policy.
-function flatten(limiter: HttpLimiter): Member[] {
-  return limiter instanceof ChainLimiter || 'members' in limiter ? [...limiter.members] : [limiter];
+// A chain is flattened into its members (chains in it too): the route rebuilds one chain of the global limiter
+// and the policy.
+function flatten(limiter: Limiter): Member[] {
+  return leaves(limiter);
 }
 
 function hook(where: string, value: unknown): OnRejected | undefined {
