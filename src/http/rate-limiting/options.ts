@@ -5,6 +5,7 @@ import {
   isLimiter,
   type Limiter,
   leaves,
+  type MemoryLimiter,
   type StoredLimiter,
   type StoredLimiterChain,
 } from '../../limiters/limiter.ts';
@@ -345,7 +346,7 @@ function refundRule(where: string, options: RequestRules): RefundRule | undefine
  * the `policies` key; inline ones from `name`, default `'route'`.
  */
 export function buildPolicy(where: string, name: string, spec: unknown, withOptions: boolean): Policy {
-  if (isLimiter(spec)) {
+  if (isHttpLimiter(spec)) {
     return {
       name,
       members: flatten(spec),
@@ -358,7 +359,7 @@ export function buildPolicy(where: string, name: string, spec: unknown, withOpti
   if (withOptions && typeof spec === 'object' && spec !== null && !Array.isArray(spec)) {
     const options = spec as RateLimitPolicyOptions;
     rejectUnknown(where, options, RATE_LIMIT_POLICY_OPTION_NAMES);
-    if (!isLimiter(options.limiter)) {
+    if (!isHttpLimiter(options.limiter)) {
       throw new TypeError(
         `${where}.limiter must be a limiter (fixedWindow(...), partitioned(...), chain(...)); got ${describe(options.limiter)}`,
       );
@@ -378,6 +379,17 @@ export function buildPolicy(where: string, name: string, spec: unknown, withOpti
   throw new TypeError(
     `${where} must be a limiter (fixedWindow(...), partitioned(...), chain(...))${withOptions ? ' or { limiter, onRejected? }' : ''}; got ${describe(spec)}`,
   );
+}
+
+/**
+ * Whether `value` is a limiter the HTTP layer can ask: one in memory binds its partitions and has the base's
+ * template methods (`MemoryLimiterBase`, or a chain); one on a remote store is asked through its store.
+ */
+function isHttpLimiter(value: unknown): value is Limiter {
+  if (!isLimiter(value)) return false;
+  if (!value.store.sync) return typeof value.store.chain === 'function';
+  const memory = value as Partial<MemoryLimiter>;
+  return typeof memory.bind === 'function' && typeof memory.tryAcquireFor === 'function';
 }
 
 // A chain is flattened into its members (chains in it too): the route rebuilds one chain of the global limiter
