@@ -190,9 +190,18 @@ export class ChainLimiter<R = void> implements MemoryLimiter {
     const [resource] = this.split(args);
     const total: Statistics = { available: Number.POSITIVE_INFINITY, queued: 0, granted: 0, rejected: 0 };
     for (const member of this.members) {
-      const stats = (member as unknown as { statistics(resource?: unknown): Statistics }).statistics(
-        member.keyOf === undefined ? undefined : resource,
-      );
+      const keyed = member.keyOf === undefined ? undefined : resource;
+      const own = member as Partial<{ statistics(resource?: unknown): Statistics }>;
+      // A limiter of a user's own may keep no statistics: its permits available are all it tells.
+      const stats =
+        own.statistics === undefined
+          ? {
+              available: member.available(keyed === undefined ? undefined : keyFor(member as never, keyed)),
+              queued: 0,
+              granted: 0,
+              rejected: 0,
+            }
+          : own.statistics(keyed);
       total.available = Math.min(total.available, stats.available);
       total.queued += stats.queued;
       total.granted += stats.granted;

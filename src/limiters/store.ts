@@ -53,15 +53,3 @@ export interface StoredMember {
 
 /** The store of every memory limiter. */
 export const MEMORY: MemoryStore = { kind: 'memory', sync: true };
-
-/** Whether `value` is a limiter (or a chain) of a remote store. */
-export function isStored(value: unknown): value is StoredMember {
-  const store = (value as { store?: Partial<RemoteStore> } | null)?.store;
-  return (
-    typeof store === 'object' &&
-    store !== null &&
-    store.sync === false &&
-    typeof store.chain === 'function' &&
-    typeof store.isFallback === 'function'
-  );
-}

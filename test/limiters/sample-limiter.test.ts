@@ -48,6 +48,7 @@ describe('a limiter written against the public contract', () => {
     );
     // The third was refused by the quota: the window was not charged for it.
     assert.equal(window.statistics().available, 1);
+    assert.equal(both.statistics('a').available, 0, "the chain's least: a's quota is spent");
     assert.equal(both.tryAcquire('b').granted, true, 'b has its own quota');
     assert.equal(window.statistics().available, 0);
     const refused = both.tryAcquire('c');
