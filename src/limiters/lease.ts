@@ -67,8 +67,6 @@ export class Lease implements Disposable {
   readonly source: object | undefined;
   /** The partition key, when a partitioned limiter decided (a chain's lease: on each member's lease). */
   readonly key: string | undefined;
-  /** How it was decided (see {@link LeaseMetadata}). */
-  readonly metadata: LeaseMetadata;
 
   /** Positional for the subclasses' hot paths; everyone else uses {@link Lease.granted} and {@link Lease.rejected}. */
   protected constructor(
@@ -80,7 +78,6 @@ export class Lease implements Disposable {
     resetAfterMs: number | undefined,
     source: object | undefined,
     key: string | undefined,
-    metadata: LeaseMetadata | undefined,
   ) {
     this.granted = granted;
     this.reason = reason;
@@ -90,37 +87,52 @@ export class Lease implements Disposable {
     this.resetAfterMs = resetAfterMs;
     this.source = source;
     this.key = key;
-    this.metadata = metadata ?? NO_METADATA;
   }
 
   /** A granted lease that holds nothing (time gives its permits back, or it was a zero-permit probe). */
   static granted(fields: LeaseFields): Lease {
-    return new Lease(
-      true,
-      undefined,
-      undefined,
-      fields.limit,
-      fields.remaining,
-      fields.resetAfterMs,
-      fields.source,
-      fields.key,
-      fields.metadata,
-    );
+    const { limit, remaining, resetAfterMs, source, key, metadata } = fields;
+    if (metadata !== undefined) {
+      return new NotedLease(
+        true,
+        undefined,
+        undefined,
+        limit,
+        remaining,
+        resetAfterMs,
+        source,
+        key,
+        metadata,
+      );
+    }
+    return new Lease(true, undefined, undefined, limit, remaining, resetAfterMs, source, key);
   }
 
   /** A rejected lease. */
   static rejected(reason: RejectionReason, fields: LeaseFields): Lease {
-    return new Lease(
-      false,
-      reason,
-      fields.retryAfterMs,
-      fields.limit,
-      fields.remaining,
-      fields.resetAfterMs,
-      fields.source,
-      fields.key,
-      fields.metadata,
-    );
+    const { retryAfterMs, limit, remaining, resetAfterMs, source, key, metadata } = fields;
+    if (metadata !== undefined) {
+      return new NotedLease(
+        false,
+        reason,
+        retryAfterMs,
+        limit,
+        remaining,
+        resetAfterMs,
+        source,
+        key,
+        metadata,
+      );
+    }
+    return new Lease(false, reason, retryAfterMs, limit, remaining, resetAfterMs, source, key);
+  }
+
+  /**
+   * How it was decided (see {@link LeaseMetadata}): nothing to say for most leases. A getter, so that the leases
+   * of every decision carry no field for what only a store's fallback answers say.
+   */
+  get metadata(): LeaseMetadata {
+    return NO_METADATA;
   }
 
   /**
@@ -160,7 +172,33 @@ export class Lease implements Disposable {
   }
 }
 
+/** A lease with metadata of its own. */
+class NotedLease extends Lease {
+  readonly #metadata: LeaseMetadata;
+
+  constructor(
+    granted: boolean,
+    reason: RejectionReason | undefined,
+    retryAfterMs: number | undefined,
+    limit: number,
+    remaining: number,
+    resetAfterMs: number | undefined,
+    source: object | undefined,
+    key: string | undefined,
+    metadata: LeaseMetadata,
+  ) {
+    super(granted, reason, retryAfterMs, limit, remaining, resetAfterMs, source, key);
+    this.#metadata = metadata;
+  }
+
+  override get metadata(): LeaseMetadata {
+    return this.#metadata;
+  }
+}
+
 class ForwardingLease extends Lease {
+  readonly #metadata: LeaseMetadata;
+
   constructor(
     private readonly inner: Lease,
     key: string | undefined,
@@ -175,8 +213,12 @@ class ForwardingLease extends Lease {
       inner.resetAfterMs,
       inner.source,
       key,
-      metadata,
     );
+    this.#metadata = metadata;
+  }
+
+  override get metadata(): LeaseMetadata {
+    return this.#metadata;
   }
 
   override get holdsPermits(): boolean {
@@ -218,7 +260,7 @@ export class RefundableLease extends Lease {
     private readonly generation: number,
     key: string | undefined,
   ) {
-    super(true, undefined, undefined, limit, remaining, resetAfterMs, source, key, undefined);
+    super(true, undefined, undefined, limit, remaining, resetAfterMs, source, key);
     this.owner = owner;
   }
 
@@ -244,7 +286,7 @@ export class HeldLease extends Lease {
     source: object | undefined,
     key: string | undefined,
   ) {
-    super(true, undefined, undefined, limit, remaining, undefined, source, key, undefined);
+    super(true, undefined, undefined, limit, remaining, undefined, source, key);
     this.owner = owner;
   }
 
@@ -283,7 +325,6 @@ export class ChainLease extends Lease {
       decisive.resetAfterMs,
       source,
       undefined,
-      decisive.metadata,
     );
     this.#members = members;
   }

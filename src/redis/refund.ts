@@ -22,7 +22,7 @@ export class RedisRefundableLease extends Lease {
     private readonly clock: () => number,
     refund: (permits: number, expectedResetMs: number) => void,
   ) {
-    super(true, undefined, undefined, limit, remaining, resetAfterMs, source, key, undefined);
+    super(true, undefined, undefined, limit, remaining, resetAfterMs, source, key);
     this.#refund = refund;
   }
 
