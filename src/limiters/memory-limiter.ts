@@ -1,3 +1,4 @@
+import { keyFor } from './keyed.ts';
 import type { Lease } from './lease.ts';
 import { isAnswer, type LimitShape, type MemoryLimiter, type MemorySlot, type SlotCore } from './limiter.ts';
 import { checkPermits } from './options.ts';
@@ -42,8 +43,23 @@ export abstract class MemoryLimiterBase implements MemoryLimiter {
     signal?: AbortSignal,
     priority?: Priority,
   ): Promise<Lease> {
+    return this.acquireOf(NO_RESOURCE, key, permits, signal, priority);
+  }
+
+  /**
+   * {@link acquireFor} for a resource whose key is not computed yet (a partitioned limiter's `acquire`): the key
+   * function runs inside the same conversion, so a key function that throws rejects the promise too.
+   */
+  protected acquireOf(
+    resource: unknown,
+    key: string | undefined,
+    permits: number,
+    signal: AbortSignal | undefined,
+    priority: Priority | undefined,
+  ): Promise<Lease> {
     try {
-      const bound = this.bind(key, permits);
+      const k = resource === NO_RESOURCE ? key : keyFor(this as never, resource);
+      const bound = this.bind(k, permits);
       if (isAnswer(bound)) return Promise.resolve(bound);
       return decideLater(bound.core, bound.slot, bound.key, permits, signal, priority);
     } catch (error) {
@@ -51,6 +67,9 @@ export abstract class MemoryLimiterBase implements MemoryLimiter {
     }
   }
 }
+
+/** No resource given: the key is. */
+const NO_RESOURCE = Symbol('no resource');
 
 /** Decides now in `slot` of `core`: the permits checked against its limit, then one step. */
 export function decideNow(

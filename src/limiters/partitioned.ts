@@ -152,13 +152,7 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
    * as for {@link tryAcquire}.
    */
   acquire(resource: R, permits = 1, options?: AdaptiveAcquireOptions): Promise<Lease> {
-    let key: string;
-    try {
-      key = keyFor(this, resource);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.acquireFor(key, permits, options?.signal, options?.priority);
+    return this.acquireOf(resource, undefined, permits, options?.signal, options?.priority);
   }
 
   /** The partition's permits available and queued now (a fresh one if it is not live), and the totals of all. */

@@ -136,15 +136,8 @@ export class RouteLimits {
         const keyOf = only as { readonly keyOf: (resource: unknown) => unknown };
         this.tryAcquire = (req, rank) =>
           only.tryAcquireFor(keyFor(keyOf, req), 1, this.refund !== undefined, rank);
-        this.acquire = (req, signal, rank) => {
-          let key: string;
-          try {
-            key = keyFor(keyOf, req);
-          } catch (error) {
-            return Promise.reject(error);
-          }
-          return only.acquireFor(key, 1, signal, rank);
-        };
+        // The keys are the engine's already (a KeyedResource): nothing here can throw.
+        this.acquire = (req, signal, rank) => only.acquireFor(keyFor(keyOf, req), 1, signal, rank);
         // Refundable leases only where a refund rule may ask for one (set by the engine after construction).
         lone = (key, rank) => only.tryAcquireFor(key, 1, this.refund !== undefined, rank);
       }
