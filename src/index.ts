@@ -13,7 +13,16 @@ export { ConcurrencyLimiter, type ConcurrencyOptions, concurrency } from './limi
 export type { Clock, QueueOrder } from './limiters/core.ts';
 export type { EventLoopMonitor } from './limiters/event-loop.ts';
 export { FixedWindowLimiter, type FixedWindowOptions, fixedWindow } from './limiters/fixed-window.ts';
-export { ChainLease, Lease, type RejectionReason, type ReleaseOutcome } from './limiters/lease.ts';
+export {
+  ChainLease,
+  Lease,
+  type LeaseFields,
+  type LeaseMetadata,
+  type RejectionReason,
+  type ReleaseOutcome,
+} from './limiters/lease.ts';
+export type { Limiter, LimitShape, MemoryLimiter, MemorySlot, SlotCore } from './limiters/limiter.ts';
+export { MemoryLimiterBase } from './limiters/memory-limiter.ts';
 export type { QueueOptions, TimeOptions } from './limiters/options.ts';
 export {
   type OverflowPolicy,
@@ -29,4 +38,5 @@ export {
   type Statistics,
 } from './limiters/rate-limiter.ts';
 export { SlidingWindowLimiter, type SlidingWindowOptions, slidingWindow } from './limiters/sliding-window.ts';
+export type { LimiterStore, MemoryStore, RemoteStore } from './limiters/store.ts';
 export { TokenBucketLimiter, type TokenBucketOptions, tokenBucket } from './limiters/token-bucket.ts';

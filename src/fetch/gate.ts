@@ -1,4 +1,4 @@
-import { ChainLease, HeldLease, type Lease } from '../limiters/lease.ts';
+import type { Lease } from '../limiters/lease.ts';
 import { telemetry } from '../telemetry.ts';
 import { backoffMs } from './backoff.ts';
 import { RateLimitedError, ThrottledError } from './errors.ts';
@@ -231,8 +231,7 @@ export class Gate {
 
 /** Whether releasing `lease` gives a permit back (a concurrency lease, alone or in a chain). */
 export function holdsPermits(lease: Lease): boolean {
-  if (lease instanceof HeldLease) return true;
-  return lease instanceof ChainLease && lease.members.some(holdsPermits);
+  return lease.holdsPermits;
 }
 
 /** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */

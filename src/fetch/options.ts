@@ -1,10 +1,12 @@
 import { type Duration, describe, parseDuration } from '../duration.ts';
-import { ChainLimiter } from '../limiters/chain.ts';
+import type { ChainLimiter } from '../limiters/chain.ts';
 import type { Clock } from '../limiters/core.ts';
 import type { Lease } from '../limiters/lease.ts';
+import { isLimiter } from '../limiters/limiter.ts';
 import { integer, object, oneOf, performanceClock } from '../limiters/options.ts';
-import { PartitionedLimiter, partitioned } from '../limiters/partitioned.ts';
-import { RateLimiter } from '../limiters/rate-limiter.ts';
+import type { PartitionedLimiter } from '../limiters/partitioned.ts';
+import { partitioned } from '../limiters/partitioned.ts';
+import type { RateLimiter } from '../limiters/rate-limiter.ts';
 import { type CallOutcome, defaultIsFailure } from './failure.ts';
 import {
   ADAPTIVE_OPTIONS,
@@ -197,20 +199,24 @@ function keyedLimiter(
   options: ClientOptions,
   onLimited: OnLimited,
 ): { limiter: KeyedLimiter; clock: Clock | undefined } {
-  const limiter = options.limiter;
-  if (limiter instanceof PartitionedLimiter || limiter instanceof ChainLimiter) {
+  const limiter: unknown = options.limiter;
+  // In memory only: a call is decided synchronously when it can be.
+  const inMemory = isLimiter(limiter) && limiter.store.sync;
+  if (inMemory && (limiter.keyOf !== undefined || limiter.members !== undefined)) {
     if (options.maxPartitions !== undefined) {
       throw new TypeError(`${kind}: maxPartitions applies to a plain limiter; set it on the partitioned one`);
     }
-    return { limiter: limiter as KeyedLimiter, clock: undefined };
+    return { limiter: limiter as unknown as KeyedLimiter, clock: undefined };
   }
-  if (!(limiter instanceof RateLimiter)) {
+  // A plain limiter is the spec of one partition per key: it must be one of the built-in limiters.
+  if (!inMemory || typeof (limiter as Partial<RateLimiter>).signature !== 'string') {
     throw new TypeError(
       `${kind}: limiter must be a limiter (tokenBucket(...), concurrency(...), …), a partitioned limiter or a chain; got ${describe(limiter)}`,
     );
   }
+  const plain = limiter as RateLimiter;
   // Without a queue a concurrency limiter can give no time to wait for: 'wait' could only spin.
-  if (onLimited === 'wait' && !limiter.algorithm.timeBased && limiter.options.queueLimit === 0) {
+  if (onLimited === 'wait' && !plain.algorithm.timeBased && plain.options.queueLimit === 0) {
     throw new TypeError(
       `${kind}: onLimited 'wait' needs a queue on a concurrency limiter (queueLimit > 0); got queueLimit 0`,
     );
@@ -220,8 +226,8 @@ function keyedLimiter(
       ? 10_000
       : integer(`${kind}: maxPartitions`, options.maxPartitions, 1);
   return {
-    limiter: partitioned<string>({ key: (key) => key, limiter, maxPartitions }),
-    clock: limiter.options.clock,
+    limiter: partitioned<string>({ key: (key) => key, limiter: plain, maxPartitions }),
+    clock: plain.options.clock,
   };
 }
 

@@ -131,11 +131,11 @@ export class AdaptiveCore extends LimiterCore {
     );
   }
 
-  override commit(slot: number, permits: number, now: number): Lease {
+  override commit(slot: number, permits: number, now: number, _refundable = true, key?: string): Lease {
     const s = this.table.states;
     if (permits === 0) {
       const free = Math.max(0, s[slot * 2 + 1] - s[slot * 2]);
-      return new Lease(true, undefined, undefined, s[slot * 2 + 1], free, undefined, this.source);
+      return Lease.granted({ limit: s[slot * 2 + 1], remaining: free, source: this.source, key });
     }
     s[slot * 2] += permits;
     this.granted++;
@@ -143,7 +143,7 @@ export class AdaptiveCore extends LimiterCore {
     const window = this.state(slot).window;
     if (held > window.maxInflight) window.maxInflight = held;
     const limit = s[slot * 2 + 1];
-    return new HeldLease(limit, Math.max(0, limit - held), permits, this, slot, now, this.source);
+    return new HeldLease(limit, Math.max(0, limit - held), permits, this, slot, now, this.source, key);
   }
 
   override reject(
@@ -152,14 +152,22 @@ export class AdaptiveCore extends LimiterCore {
     now: number,
     reason: RejectionReason,
     rank = DEFAULT_RANK,
+    key?: string,
   ): Lease {
-    return this.rejectClass(slot, permits, rank, now, reason);
+    return this.rejectClass(slot, permits, rank, now, reason, key);
   }
 
   /** A rejected lease, counted as shed for class `rank`. */
-  rejectClass(slot: number, permits: number, rank: number, now: number, reason: RejectionReason): Lease {
+  rejectClass(
+    slot: number,
+    permits: number,
+    rank: number,
+    now: number,
+    reason: RejectionReason,
+    key?: string,
+  ): Lease {
     if (permits > 0) telemetry().concurrencyShed.add(1, { class: className(rank), reason });
-    return super.reject(slot, permits, now, reason);
+    return super.reject(slot, permits, now, reason, undefined, key);
   }
 
   override tryAcquire(
@@ -168,15 +176,16 @@ export class AdaptiveCore extends LimiterCore {
     now: number,
     _refundable = true,
     rank = DEFAULT_RANK,
+    key?: string,
   ): Lease {
-    return this.tryAcquireClass(slot, permits, rank, now);
+    return this.tryAcquireClass(slot, permits, rank, now, key);
   }
 
   /** Decides now for class `rank`, never waits. */
-  tryAcquireClass(slot: number, permits: number, rank: number, now: number): Lease {
-    if (this.braking(rank)) return this.rejectClass(slot, permits, rank, now, 'event-loop');
-    if (this.canGrantClass(slot, permits, rank, now)) return this.commit(slot, permits, now);
-    return this.rejectClass(slot, permits, rank, now, 'limit');
+  tryAcquireClass(slot: number, permits: number, rank: number, now: number, key?: string): Lease {
+    if (this.braking(rank)) return this.rejectClass(slot, permits, rank, now, 'event-loop', key);
+    if (this.canGrantClass(slot, permits, rank, now)) return this.commit(slot, permits, now, true, key);
+    return this.rejectClass(slot, permits, rank, now, 'limit', key);
   }
 
   override acquire(
@@ -200,15 +209,15 @@ export class AdaptiveCore extends LimiterCore {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const now = this.options.clock.now();
     if (this.braking(rank))
-      return Promise.resolve(keyed(this.rejectClass(slot, permits, rank, now, 'event-loop'), key));
+      return Promise.resolve(this.rejectClass(slot, permits, rank, now, 'event-loop', key));
     if (this.canGrantClass(slot, permits, rank, now))
-      return Promise.resolve(keyed(this.commit(slot, permits, now), key));
+      return Promise.resolve(this.commit(slot, permits, now, true, key));
     return new Promise<Lease>((resolve, reject) => {
       const waiter = newWaiter(permits, now, resolve, reject, signal, undefined);
       waiter.key = key;
       waiter.rank = rank;
       if (!this.enqueue(slot, waiter, now)) {
-        resolve(keyed(this.rejectClass(slot, permits, rank, now, this.fullReason()), key));
+        resolve(this.rejectClass(slot, permits, rank, now, this.fullReason(), key));
       }
     });
   }
@@ -266,7 +275,7 @@ export class AdaptiveCore extends LimiterCore {
       }
       this.unqueue(queue, waiter);
       settle(waiter);
-      waiter.resolve(keyed(this.commit(slot, waiter.permits, now), waiter.key));
+      waiter.resolve(this.commit(slot, waiter.permits, now, true, waiter.key));
     }
     if (queue.count > 0) this.armSlot(slot, state, now);
   }
@@ -321,7 +330,9 @@ export class AdaptiveCore extends LimiterCore {
   private evict(slot: number, waiter: CoreWaiter, now: number, reason: RejectionReason): void {
     this.unqueue(waiter.queue as WaitQueue<CoreWaiter>, waiter);
     settle(waiter);
-    waiter.resolve(keyed(this.rejectClass(slot, waiter.permits, waiter.rank, now, reason), waiter.key));
+    waiter.resolve(
+      this.rejectClass(slot, waiter.permits, waiter.rank ?? DEFAULT_RANK, now, reason, waiter.key),
+    );
   }
 
   /** One timer per partition with waiters, at the next moment a waiter passes its queue-delay bound. */
@@ -351,9 +362,4 @@ export class AdaptiveCore extends LimiterCore {
       Math.max(1, Math.ceil(earliest - now) + 1),
     );
   }
-}
-
-function keyed(lease: Lease, key: string | undefined): Lease {
-  lease.key = key;
-  return lease;
 }

@@ -1,22 +1,38 @@
 import { describe } from '../duration.ts';
 import type { AdaptiveAcquireOptions } from './adaptive-concurrency.ts';
-import { type CoreWaiter, type LimiterCore, newWaiter, settle } from './core.ts';
+import { type CoreWaiter, newWaiter, settle } from './core.ts';
+import { keyFor } from './keyed.ts';
 import { ChainLease, type Lease } from './lease.ts';
+import {
+  isAnswer,
+  isLimiter,
+  type LimitShape,
+  leaves,
+  type MemoryLimiter,
+  type MemorySlot,
+  type SlotCore,
+} from './limiter.ts';
 import { checkPermits } from './options.ts';
-import { PartitionedLimiter } from './partitioned.ts';
 import { type Priority, rankOf } from './priority.ts';
-import { type AcquireOptions, RateLimiter, type Statistics } from './rate-limiter.ts';
+import type { AcquireOptions, Statistics } from './rate-limiter.ts';
+import type { MemoryStore } from './store.ts';
 import type { WaitQueue } from './wait-queue.ts';
 
-// biome-ignore lint/suspicious/noExplicitAny: a chain accepts partitioned limiters over any resource type
-type Member = RateLimiter | PartitionedLimiter<any>;
+/** A chain's member: any limiter in memory (a chain among them is flattened into its members). */
+type Member = MemoryLimiter;
 
 /**
  * The resource type a chain's partitioned members take (`void` when every member is a plain limiter). Structural,
  * so the Redis store's chain uses it too: a partitioned member is anything with a `keyOf(resource)`.
  */
 export type ChainResource<M extends readonly unknown[]> = {
-  [K in keyof M]: M[K] extends { readonly keyOf: (resource: infer R) => unknown } ? R : never;
+  [K in keyof M]: M[K] extends { readonly keyOf: (resource: infer R) => unknown }
+    ? R
+    : M[K] extends ChainLimiter<infer C>
+      ? [C] extends [void]
+        ? never
+        : C
+      : never;
 }[number] extends infer U
   ? [U] extends [never]
     ? void
@@ -34,13 +50,8 @@ export type ChainAcquireArgs<R, O = AcquireOptions> = [R] extends [void]
   ? [permits?: number, options?: O]
   : [resource: R, permits?: number, options?: O];
 
-/** The partitions one request binds to: a core and a slot per member. */
-interface Binding {
-  cores: LimiterCore[];
-  slots: number[];
-  /** Each member's partition key (undefined for plain limiters), copied onto its lease. */
-  keys: (string | undefined)[];
-}
+/** The partitions one request binds to: a core, a slot and a partition key per member. */
+type Binding = MemorySlot[];
 
 /**
  * Several limiters decided as one, all-or-nothing. A rejected request consumes nothing from any member; a
@@ -48,21 +59,64 @@ interface Binding {
  * it is admitted. The caller sees the rejecting member's lease, with `retryAfterMs` the longest wait among the
  * members that are short.
  */
-export class ChainLimiter<R = void> {
+export class ChainLimiter<R = void> implements MemoryLimiter {
+  /** Its members, every chain among them flattened into its own members, in order. */
   readonly members: readonly Member[];
   private readonly needsResource: boolean;
 
-  constructor(members: readonly Member[]) {
+  constructor(members: readonly (Member | ChainLimiter<never>)[]) {
     if (members.length === 0) throw new TypeError('chain: needs at least one limiter; got none');
     members.forEach((member, i) => {
-      if (!(member instanceof RateLimiter) && !(member instanceof PartitionedLimiter)) {
+      if (!isLimiter(member) || !member.store.sync || typeof (member as Member).bind !== 'function') {
         throw new TypeError(
-          `chain: member ${i} must be a limiter or a partitioned limiter; got ${describe(member)}`,
+          `chain: member ${i} must be a limiter in memory (a limiter, a partitioned limiter, a chain); got ${describe(member)}`,
         );
       }
     });
-    this.members = members;
-    this.needsResource = members.some((m) => m instanceof PartitionedLimiter);
+    this.members = members.flatMap((m) => leaves(m)) as Member[];
+    this.needsResource = this.members.some((m) => m.keyOf !== undefined);
+  }
+
+  /** The store that decides it: its members' (memory). */
+  get store(): MemoryStore {
+    return this.members[0].store;
+  }
+
+  /** Never set: a chain is decided member by member (its members are what the headers describe). */
+  get shape(): LimitShape | undefined {
+    return undefined;
+  }
+
+  shapeFor(key: string): LimitShape {
+    return this.members[0].shapeFor(key);
+  }
+
+  /** Whether any member may queue. */
+  get mayQueue(): boolean {
+    return this.members.some((m) => m.mayQueue);
+  }
+
+  /** Never called: a chain inside a chain is flattened into its members, which are bound instead. */
+  bind(): MemorySlot | Lease {
+    throw new Error('floodgate: a chain is flattened into its members');
+  }
+
+  /** Permits available now: the least among members (keyed by `key` for every partitioned one). */
+  available(key: string | undefined): number {
+    let least = Number.POSITIVE_INFINITY;
+    for (const m of this.members) least = Math.min(least, m.available(m.keyOf ? key : undefined));
+    return least;
+  }
+
+  /** {@link tryAcquire} as the contract asks it: the resource (or undefined), the permits, the request's class. */
+  tryAcquireFor(resource: unknown, permits = 1, _refundable = true, priority?: Priority): Lease {
+    const rank = priority === undefined ? undefined : rankOf('priority', priority);
+    return this.tryAcquireRanked(resource, permits, rank);
+  }
+
+  /** {@link acquire} as the contract asks it. */
+  acquireFor(resource: unknown, permits = 1, signal?: AbortSignal, priority?: Priority): Promise<Lease> {
+    return this.acquireRanked(resource, permits, signal, priority);
   }
 
   /**
@@ -75,11 +129,15 @@ export class ChainLimiter<R = void> {
     const at = this.needsResource ? 2 : 1;
     const priority = args.length > at ? (args[at] as Priority | undefined) : undefined;
     const rank = priority === undefined ? undefined : rankOf('priority', priority);
-    const binding = this.bind(resource, permits);
-    if ('granted' in binding) return binding;
-    const { cores, slots } = binding;
-    for (let i = 0; i < cores.length; i++) {
-      if (!cores[i].canGrant(slots[i], permits, cores[i].options.clock.now(), rank)) {
+    return this.tryAcquireRanked(resource, permits, rank);
+  }
+
+  private tryAcquireRanked(resource: unknown, permits: number, rank: number | undefined): Lease {
+    const binding = this.bindAll(resource, permits);
+    if (!Array.isArray(binding)) return binding;
+    for (let i = 0; i < binding.length; i++) {
+      const { core, slot } = binding[i];
+      if (!core.canGrant(slot, permits, core.options.clock.now(), rank)) {
         return this.rejection(binding, i, permits, 'limit', rank);
       }
     }
@@ -92,30 +150,37 @@ export class ChainLimiter<R = void> {
    */
   acquire(...args: ChainAcquireArgs<R, AdaptiveAcquireOptions>): Promise<Lease> {
     const [resource, permits, options] = this.splitAcquire(args);
-    const signal = options?.signal;
+    return this.acquireRanked(resource, permits, options?.signal, options?.priority);
+  }
+
+  private acquireRanked(
+    resource: unknown,
+    permits: number,
+    signal: AbortSignal | undefined,
+    priority: Priority | undefined,
+  ): Promise<Lease> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     let binding: Binding | Lease;
     let rank: number | undefined;
     try {
-      const priority = options?.priority;
       rank = priority === undefined ? undefined : rankOf('priority', priority);
-      binding = this.bind(resource, permits);
+      binding = this.bindAll(resource, permits);
     } catch (error) {
       return Promise.reject(error);
     }
-    if ('granted' in binding) return Promise.resolve(binding);
+    if (!Array.isArray(binding)) return Promise.resolve(binding);
     const bound = binding;
     const blocked = this.firstBlocked(bound, permits, -1, rank);
     if (blocked < 0) return Promise.resolve(this.commit(bound, permits));
     return new Promise<Lease>((resolve, reject) => {
-      const core = bound.cores[blocked];
+      const { core, slot } = bound[blocked];
       const now = core.options.clock.now();
       const waiter = newWaiter(permits, now, resolve, reject, signal, (from, _slot, at) =>
         this.admit(bound, waiter, from, at),
       );
       if (rank !== undefined) waiter.rank = rank;
-      if (!core.enqueue(bound.slots[blocked], waiter, now)) {
-        resolve(this.rejection(bound, blocked, permits, core.fullReason(), rank));
+      if (core.enqueue === undefined || !core.enqueue(slot, waiter, now)) {
+        resolve(this.rejection(bound, blocked, permits, fullReason(core), rank));
       }
     });
   }
@@ -125,7 +190,18 @@ export class ChainLimiter<R = void> {
     const [resource] = this.split(args);
     const total: Statistics = { available: Number.POSITIVE_INFINITY, queued: 0, granted: 0, rejected: 0 };
     for (const member of this.members) {
-      const stats = member instanceof RateLimiter ? member.statistics() : member.statistics(resource);
+      const keyed = member.keyOf === undefined ? undefined : resource;
+      const own = member as Partial<{ statistics(resource?: unknown): Statistics }>;
+      // A limiter of a user's own may keep no statistics: its permits available are all it tells.
+      const stats =
+        own.statistics === undefined
+          ? {
+              available: member.available(keyed === undefined ? undefined : keyFor(member as never, keyed)),
+              queued: 0,
+              granted: 0,
+              rejected: 0,
+            }
+          : own.statistics(keyed);
       total.available = Math.min(total.available, stats.available);
       total.queued += stats.queued;
       total.granted += stats.granted;
@@ -135,17 +211,18 @@ export class ChainLimiter<R = void> {
   }
 
   /** A waiter reached the front of `from`'s queue with permits there: admit it if every other member can too. */
-  private admit(binding: Binding, waiter: CoreWaiter, from: LimiterCore, now: number): void {
+  private admit(binding: Binding, waiter: CoreWaiter, from: SlotCore, now: number): void {
     const queue = waiter.queue!;
-    const index = binding.cores.indexOf(from);
+    let index = -1;
+    for (let i = 0; i < binding.length; i++) if (binding[i].core === from) index = index < 0 ? i : index;
     const blocked = this.firstBlocked(binding, waiter.permits, index, waiter.rank);
-    from.unqueue(queue as WaitQueue<CoreWaiter>, waiter);
+    from.unqueue?.(queue as WaitQueue<CoreWaiter>, waiter);
     if (blocked >= 0) {
       // Wait on the member that is short now; it still holds nothing, so nothing is charged twice.
-      const core = binding.cores[blocked];
-      if (core.enqueue(binding.slots[blocked], waiter, now)) return;
+      const { core, slot } = binding[blocked];
+      if (core.enqueue?.(slot, waiter, now)) return;
       settle(waiter);
-      waiter.resolve(this.rejection(binding, blocked, waiter.permits, core.fullReason(), waiter.rank));
+      waiter.resolve(this.rejection(binding, blocked, waiter.permits, fullReason(core), waiter.rank));
       return;
     }
     settle(waiter);
@@ -153,20 +230,19 @@ export class ChainLimiter<R = void> {
   }
 
   private firstBlocked(binding: Binding, permits: number, skip: number, rank: number | undefined): number {
-    const { cores, slots } = binding;
-    for (let i = 0; i < cores.length; i++) {
-      if (i !== skip && !cores[i].canGrant(slots[i], permits, cores[i].options.clock.now(), rank)) return i;
+    for (let i = 0; i < binding.length; i++) {
+      const { core, slot } = binding[i];
+      if (i !== skip && !core.canGrant(slot, permits, core.options.clock.now(), rank)) return i;
     }
     return -1;
   }
 
   private commit(binding: Binding, permits: number): Lease {
-    const { cores, slots } = binding;
-    const leases: Lease[] = new Array(cores.length);
+    const leases: Lease[] = new Array(binding.length);
     let decisive = 0;
-    for (let i = 0; i < cores.length; i++) {
-      leases[i] = cores[i].commit(slots[i], permits, cores[i].options.clock.now());
-      leases[i].key = binding.keys[i];
+    for (let i = 0; i < binding.length; i++) {
+      const { core, slot, key } = binding[i];
+      leases[i] = core.commit(slot, permits, core.options.clock.now(), true, key);
       if (leases[i].remaining < leases[decisive].remaining) decisive = i;
     }
     return new ChainLease(leases[decisive], undefined, leases, undefined);
@@ -179,46 +255,43 @@ export class ChainLimiter<R = void> {
     reason: string,
     rank: number | undefined,
   ): Lease {
-    const { cores, slots } = binding;
-    const lease = cores[index].reject(slots[index], permits, cores[index].options.clock.now(), reason, rank);
-    lease.key = binding.keys[index];
+    const rejecting = binding[index];
+    const lease = rejecting.core.reject(
+      rejecting.slot,
+      permits,
+      rejecting.core.options.clock.now(),
+      reason,
+      rank,
+      rejecting.key,
+    );
     // The chain can grant only when every member can: the longest known wait is the honest one.
     let retry = lease.retryAfterMs;
-    for (let i = 0; i < cores.length; i++) {
+    for (let i = 0; i < binding.length; i++) {
       if (i === index) continue;
-      const core = cores[i];
+      const { core, slot } = binding[i];
       const now = core.options.clock.now();
-      if (core.canGrant(slots[i], permits, now, rank)) continue;
-      const wait = core.algorithm.retryAfter(
-        core.table.states,
-        slots[i] * core.algorithm.width,
-        now,
-        permits || 1,
-      );
+      if (core.canGrant(slot, permits, now, rank) || core.retryAfter === undefined) continue;
+      const wait = core.retryAfter(slot, permits, now);
       if (!Number.isNaN(wait) && (retry === undefined || wait > retry)) retry = wait;
     }
     return new ChainLease(lease, retry, [lease], lease.source);
   }
 
-  private bind(resource: unknown, permits: number): Binding | Lease {
-    const cores: LimiterCore[] = new Array(this.members.length);
-    const slots: number[] = new Array(this.members.length);
-    const keys: (string | undefined)[] = new Array(this.members.length);
-    for (let i = 0; i < this.members.length; i++) {
-      const member = this.members[i];
-      if (member instanceof RateLimiter) {
-        cores[i] = member.core;
-        slots[i] = 0;
-      } else {
-        const code = member.bind(resource);
-        if (code < 0) return member.overflowLease(member.boundKey, permits);
-        keys[i] = member.boundKey;
-        cores[i] = member.coreOf(code);
-        slots[i] = code >>> 8;
-      }
-      checkPermits(permits, cores[i].algorithm.limit);
+  /** Each member's partition for `resource` (keyed once per member), or the answer of a member that has none. */
+  private bindAll(resource: unknown, permits: number): Binding | Lease {
+    const members = this.members;
+    const binding: Binding = new Array(members.length);
+    for (let i = 0; i < members.length; i++) {
+      const member = members[i];
+      const bound = member.bind(
+        member.keyOf === undefined ? undefined : keyFor(member as never, resource),
+        permits,
+      );
+      if (isAnswer(bound)) return bound;
+      checkPermits(permits, bound.core.algorithm.limit);
+      binding[i] = bound;
     }
-    return { cores, slots, keys };
+    return binding;
   }
 
   private split(args: unknown[]): [unknown, number] {
@@ -234,7 +307,11 @@ export class ChainLimiter<R = void> {
   }
 }
 
-/** Decides several limiters as one, all-or-nothing. See {@link ChainLimiter}. */
+/** Decides several limiters as one, all-or-nothing; a chain among them counts as its members. See {@link ChainLimiter}. */
 export function chain<const M extends readonly Member[]>(...members: M): ChainLimiter<ChainResource<M>> {
   return new ChainLimiter(members);
+}
+
+function fullReason(core: SlotCore): string {
+  return core.fullReason === undefined ? 'limit' : core.fullReason();
 }

@@ -138,37 +138,32 @@ export class LimiterCore implements PermitOwner, RefundOwner {
    * Consumes `permits` (already checked with {@link canGrant}) and returns the granted lease: refundable unless
    * the caller says it will never refund (an HTTP route without a refund rule spares the larger lease).
    */
-  commit(slot: number, permits: number, now: number, refundable = true): Lease {
+  commit(slot: number, permits: number, now: number, refundable = true, key?: string): Lease {
     const algorithm = this.algorithm;
     const s = this.table.states;
     const o = slot * algorithm.width;
     if (permits === 0) {
-      return new Lease(
-        true,
-        undefined,
-        undefined,
-        algorithm.limit,
-        algorithm.available(s, o),
-        undefined,
-        this.source,
-      );
+      return Lease.granted({
+        limit: algorithm.limit,
+        remaining: algorithm.available(s, o),
+        source: this.source,
+        key,
+      });
     }
     algorithm.take(s, o, permits);
     this.granted++;
     const remaining = Math.max(0, algorithm.available(s, o));
     if (!algorithm.timeBased) {
-      return new HeldLease(algorithm.limit, remaining, permits, this, slot, now, this.source);
+      return new HeldLease(algorithm.limit, remaining, permits, this, slot, now, this.source, key);
     }
     if (!refundable) {
-      return new Lease(
-        true,
-        undefined,
-        undefined,
-        algorithm.limit,
+      return Lease.granted({
+        limit: algorithm.limit,
         remaining,
-        algorithm.resetAfter(s, o, now),
-        this.source,
-      );
+        resetAfterMs: algorithm.resetAfter(s, o, now),
+        source: this.source,
+        key,
+      });
     }
     return new RefundableLease(
       algorithm.limit,
@@ -180,6 +175,7 @@ export class LimiterCore implements PermitOwner, RefundOwner {
       permits,
       algorithm.mark(s, o),
       this.table.generation(slot),
+      key,
     );
   }
 
@@ -202,7 +198,14 @@ export class LimiterCore implements PermitOwner, RefundOwner {
   }
 
   /** A rejected lease for `permits` in `slot` now; charges the penalty when rejected requests are counted. */
-  reject(slot: number, permits: number, now: number, reason: RejectionReason, _rank?: number): Lease {
+  reject(
+    slot: number,
+    permits: number,
+    now: number,
+    reason: RejectionReason,
+    _rank?: number,
+    key?: string,
+  ): Lease {
     const algorithm = this.algorithm;
     const s = this.table.states;
     const o = slot * algorithm.width;
@@ -212,21 +215,35 @@ export class LimiterCore implements PermitOwner, RefundOwner {
       if (this.options.countRejected) algorithm.take(s, o, permits);
     }
     const retry = algorithm.retryAfter(s, o, now, permits === 0 ? 1 : permits);
-    return new Lease(
-      false,
-      reason,
-      Number.isNaN(retry) ? undefined : retry,
-      algorithm.limit,
-      Math.max(0, algorithm.available(s, o)),
-      nanToUndefined(algorithm.resetAfter(s, o, now)),
-      this.source,
-    );
+    return Lease.rejected(reason, {
+      retryAfterMs: Number.isNaN(retry) ? undefined : retry,
+      limit: algorithm.limit,
+      remaining: Math.max(0, algorithm.available(s, o)),
+      resetAfterMs: nanToUndefined(algorithm.resetAfter(s, o, now)),
+      source: this.source,
+      key,
+    });
   }
 
-  /** Decides now, never waits. `rank` is the request's class: waiters of a higher class are not overtaken. */
-  tryAcquire(slot: number, permits: number, now: number, refundable = true, rank = DEFAULT_RANK): Lease {
-    if (this.canGrant(slot, permits, now, rank)) return this.commit(slot, permits, now, refundable);
-    return this.reject(slot, permits, now, 'limit');
+  /** Milliseconds until `permits` could be granted in `slot` (NaN when unknown: concurrency). */
+  retryAfter(slot: number, permits: number, now: number): number {
+    return this.algorithm.retryAfter(this.table.states, slot * this.algorithm.width, now, permits || 1);
+  }
+
+  /**
+   * Decides now, never waits. `rank` is the request's class: waiters of a higher class are not overtaken; `key`
+   * the partition key the lease carries.
+   */
+  tryAcquire(
+    slot: number,
+    permits: number,
+    now: number,
+    refundable = true,
+    rank = DEFAULT_RANK,
+    key?: string,
+  ): Lease {
+    if (this.canGrant(slot, permits, now, rank)) return this.commit(slot, permits, now, refundable, key);
+    return this.reject(slot, permits, now, 'limit', undefined, key);
   }
 
   /**
@@ -243,13 +260,13 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const now = this.options.clock.now();
     if (this.canGrant(slot, permits, now, rank))
-      return Promise.resolve(keyed(this.commit(slot, permits, now), key));
+      return Promise.resolve(this.commit(slot, permits, now, true, key));
     return new Promise<Lease>((resolve, reject) => {
       const waiter = newWaiter(permits, now, resolve, reject, signal, undefined);
       waiter.key = key;
       waiter.rank = rank;
       if (!this.enqueue(slot, waiter, now))
-        resolve(keyed(this.reject(slot, permits, now, this.fullReason()), key));
+        resolve(this.reject(slot, permits, now, this.fullReason(), undefined, key));
     });
   }
 
@@ -276,7 +293,7 @@ export class LimiterCore implements PermitOwner, RefundOwner {
         const evicted = queue.lowest()!;
         this.unqueue(queue, evicted);
         settle(evicted);
-        evicted.resolve(keyed(this.reject(slot, evicted.permits, now, 'evicted'), evicted.key));
+        evicted.resolve(this.reject(slot, evicted.permits, now, 'evicted', undefined, evicted.key));
       }
       queue = this.queues.get(slot);
     }
@@ -321,7 +338,7 @@ export class LimiterCore implements PermitOwner, RefundOwner {
       }
       this.unqueue(queue, waiter);
       settle(waiter);
-      waiter.resolve(keyed(this.commit(slot, waiter.permits, now), waiter.key));
+      waiter.resolve(this.commit(slot, waiter.permits, now, true, waiter.key));
     }
     this.arm(now);
   }
@@ -354,7 +371,7 @@ export class LimiterCore implements PermitOwner, RefundOwner {
         if (w.permits > next.limit) {
           this.unqueue(queue, w);
           settle(w);
-          w.resolve(keyed(this.reject(queue.slot, w.permits, now, 'limit'), w.key));
+          w.resolve(this.reject(queue.slot, w.permits, now, 'limit', undefined, w.key));
         }
         w = after;
       }
@@ -425,11 +442,6 @@ export function newWaiter(
     key: undefined,
     rank: DEFAULT_RANK,
   };
-}
-
-function keyed(lease: Lease, key: string | undefined): Lease {
-  lease.key = key;
-  return lease;
 }
 
 /** The waiter is leaving for good: stop listening to its signal. */

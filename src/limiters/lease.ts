@@ -9,37 +9,149 @@ export interface ReleaseOutcome {
   ignore?: boolean;
 }
 
-/** Why a lease was not granted. */
-export type RejectionReason = 'limit' | 'queue-full' | 'evicted' | 'overflow' | (string & {});
+/**
+ * Why a lease was not granted: `'limit'` (no permits), `'queue-full'`, `'evicted'` (a newer or higher-class
+ * waiter took its place), `'overflow'` (a partitioned limiter full of live partitions), `'unavailable'` (the
+ * store could not be asked and its fallback refused), or a limiter's own reason.
+ */
+export type RejectionReason = 'limit' | 'queue-full' | 'evicted' | 'overflow' | 'unavailable' | (string & {});
+
+/** What a lease says about how it was decided, beyond its fields. */
+export interface LeaseMetadata {
+  /** The store's fallback (a Redis store's `onUnavailable`) answered, not the store: it could not be asked. */
+  readonly fallback?: boolean;
+}
+
+/** The fields of a lease, as {@link Lease.granted} and {@link Lease.rejected} take them. */
+export interface LeaseFields {
+  /** The limit of the limiter that decided. */
+  readonly limit: number;
+  /** Permits left after this decision (0 when none). */
+  readonly remaining: number;
+  /** Time until the limiter is back to full capacity, when known. */
+  readonly resetAfterMs?: number | undefined;
+  /**
+   * When not granted by a time-based limiter: the time until a request of this size could be granted, ignoring
+   * later arrivals. Never more than the true time.
+   */
+  readonly retryAfterMs?: number | undefined;
+  /** The limiter that decided. */
+  readonly source?: object | undefined;
+  /** The partition key, when a partitioned limiter decided. */
+  readonly key?: string | undefined;
+  readonly metadata?: LeaseMetadata | undefined;
+}
+
+const NO_METADATA: LeaseMetadata = Object.freeze({});
 
 /**
- * The answer to an acquisition. A granted lease of a concurrency limiter holds its permits until
+ * The answer to an acquisition, immutable. A granted lease of a concurrency limiter holds its permits until
  * {@link Lease.release}; releasing any other lease does nothing, as time gives those permits back.
- * Disposable: `using lease = await limiter.acquire()`.
+ * Disposable: `using lease = await limiter.acquire()`. Made by {@link Lease.granted} and {@link Lease.rejected}
+ * (a limiter of your own answers with these).
  */
 export class Lease implements Disposable {
-  /** The partition key, when a partitioned limiter decided (a chain sets it on each member's lease). */
-  key: string | undefined = undefined;
+  /** Whether the permits were granted. */
+  readonly granted: boolean;
+  /** Why not, when not granted. */
+  readonly reason: RejectionReason | undefined;
+  /** See {@link LeaseFields.retryAfterMs}. */
+  readonly retryAfterMs: number | undefined;
+  /** The limit of the limiter that decided. */
+  readonly limit: number;
+  /** Permits left after this decision (0 when none). */
+  readonly remaining: number;
+  /** Time until the limiter is back to full capacity, when known. */
+  readonly resetAfterMs: number | undefined;
+  /** The limiter that decided (for a chain: the member that said no, or undefined when granted). */
+  readonly source: object | undefined;
+  /** The partition key, when a partitioned limiter decided (a chain's lease: on each member's lease). */
+  readonly key: string | undefined;
+
+  /** Positional for the subclasses' hot paths; everyone else uses {@link Lease.granted} and {@link Lease.rejected}. */
+  protected constructor(
+    granted: boolean,
+    reason: RejectionReason | undefined,
+    retryAfterMs: number | undefined,
+    limit: number,
+    remaining: number,
+    resetAfterMs: number | undefined,
+    source: object | undefined,
+    key: string | undefined,
+  ) {
+    this.granted = granted;
+    this.reason = reason;
+    this.retryAfterMs = retryAfterMs;
+    this.limit = limit;
+    this.remaining = remaining;
+    this.resetAfterMs = resetAfterMs;
+    this.source = source;
+    this.key = key;
+  }
+
+  /** A granted lease that holds nothing (time gives its permits back, or it was a zero-permit probe). */
+  static granted(fields: LeaseFields): Lease {
+    const { limit, remaining, resetAfterMs, source, key, metadata } = fields;
+    if (metadata !== undefined) {
+      return new NotedLease(
+        true,
+        undefined,
+        undefined,
+        limit,
+        remaining,
+        resetAfterMs,
+        source,
+        key,
+        metadata,
+      );
+    }
+    return new Lease(true, undefined, undefined, limit, remaining, resetAfterMs, source, key);
+  }
+
+  /** A rejected lease. */
+  static rejected(reason: RejectionReason, fields: LeaseFields): Lease {
+    const { retryAfterMs, limit, remaining, resetAfterMs, source, key, metadata } = fields;
+    if (metadata !== undefined) {
+      return new NotedLease(
+        false,
+        reason,
+        retryAfterMs,
+        limit,
+        remaining,
+        resetAfterMs,
+        source,
+        key,
+        metadata,
+      );
+    }
+    return new Lease(false, reason, retryAfterMs, limit, remaining, resetAfterMs, source, key);
+  }
 
   /**
-   * @param granted Whether the permits were granted.
-   * @param reason Why not, when not granted.
-   * @param retryAfterMs When not granted by a time-based limiter: the time until a request of this size could be
-   *   granted, ignoring later arrivals. Never more than the true time.
-   * @param limit The limit of the limiter that decided.
-   * @param remaining Permits left after this decision (0 when none).
-   * @param resetAfterMs Time until the limiter is back to full capacity, when known.
-   * @param source The limiter that decided (for a chain: the member that said no, or undefined when granted).
+   * How it was decided (see {@link LeaseMetadata}): nothing to say for most leases. A getter, so that the leases
+   * of every decision carry no field for what only a store's fallback answers say.
    */
-  constructor(
-    readonly granted: boolean,
-    readonly reason: RejectionReason | undefined,
-    readonly retryAfterMs: number | undefined,
-    readonly limit: number,
-    readonly remaining: number,
-    readonly resetAfterMs: number | undefined,
-    readonly source?: object,
-  ) {}
+  get metadata(): LeaseMetadata {
+    return NO_METADATA;
+  }
+
+  /**
+   * `lease`'s answer under another partition key and metadata, releasing and refunding through it (a store's
+   * fallback answering with an in-memory limiter's lease).
+   */
+  static forwarding(lease: Lease, key: string | undefined, metadata: LeaseMetadata): Lease {
+    return new ForwardingLease(lease, key, metadata);
+  }
+
+  /** Each member's lease, for a chain's lease (see {@link ChainLease}); undefined for any other. */
+  get members(): readonly Lease[] | undefined {
+    return undefined;
+  }
+
+  /** Whether {@link release} gives permits back (a concurrency lease, or a chain's lease holding one). */
+  get holdsPermits(): boolean {
+    return false;
+  }
 
   /**
    * Returns the permits of a concurrency lease; idempotent; a no-op for every other lease. `outcome` tells an
@@ -57,6 +169,68 @@ export class Lease implements Disposable {
 
   [Symbol.dispose](): void {
     this.release();
+  }
+}
+
+/** A lease with metadata of its own. */
+class NotedLease extends Lease {
+  readonly #metadata: LeaseMetadata;
+
+  constructor(
+    granted: boolean,
+    reason: RejectionReason | undefined,
+    retryAfterMs: number | undefined,
+    limit: number,
+    remaining: number,
+    resetAfterMs: number | undefined,
+    source: object | undefined,
+    key: string | undefined,
+    metadata: LeaseMetadata,
+  ) {
+    super(granted, reason, retryAfterMs, limit, remaining, resetAfterMs, source, key);
+    this.#metadata = metadata;
+  }
+
+  override get metadata(): LeaseMetadata {
+    return this.#metadata;
+  }
+}
+
+class ForwardingLease extends Lease {
+  readonly #metadata: LeaseMetadata;
+
+  constructor(
+    private readonly inner: Lease,
+    key: string | undefined,
+    metadata: LeaseMetadata,
+  ) {
+    super(
+      inner.granted,
+      inner.reason,
+      inner.retryAfterMs,
+      inner.limit,
+      inner.remaining,
+      inner.resetAfterMs,
+      inner.source,
+      key,
+    );
+    this.#metadata = metadata;
+  }
+
+  override get metadata(): LeaseMetadata {
+    return this.#metadata;
+  }
+
+  override get holdsPermits(): boolean {
+    return this.inner.holdsPermits;
+  }
+
+  override release(outcome?: ReleaseOutcome): void {
+    this.inner.release(outcome);
+  }
+
+  override refund(): void {
+    this.inner.refund();
   }
 }
 
@@ -84,8 +258,9 @@ export class RefundableLease extends Lease {
     private readonly permits: number,
     private readonly mark: number,
     private readonly generation: number,
+    key: string | undefined,
   ) {
-    super(true, undefined, undefined, limit, remaining, resetAfterMs, source);
+    super(true, undefined, undefined, limit, remaining, resetAfterMs, source, key);
     this.owner = owner;
   }
 
@@ -108,10 +283,15 @@ export class HeldLease extends Lease {
     owner: PermitOwner,
     private readonly slot: number,
     private readonly heldSince: number,
-    source?: object,
+    source: object | undefined,
+    key: string | undefined,
   ) {
-    super(true, undefined, undefined, limit, remaining, undefined, source);
+    super(true, undefined, undefined, limit, remaining, undefined, source, key);
     this.owner = owner;
+  }
+
+  override get holdsPermits(): boolean {
+    return true;
   }
 
   override release(outcome?: ReleaseOutcome): void {
@@ -124,12 +304,17 @@ export class HeldLease extends Lease {
 
 /** The lease of a chain: one lease per member, released together. */
 export class ChainLease extends Lease {
+  readonly #members: readonly Lease[];
+
+  /**
+   * @param decisive The member's lease whose fields it shows (the rejecting one, or the one with least left).
+   * @param members Each member's lease, in chain order (a rejection carries only the rejecting member's).
+   */
   constructor(
     decisive: Lease,
     retryAfterMs: number | undefined,
-    /** Each member's lease, in chain order (empty members' leases are not created for a rejection). */
-    readonly members: readonly Lease[],
-    source?: object,
+    members: readonly Lease[],
+    source: object | undefined,
   ) {
     super(
       decisive.granted,
@@ -139,15 +324,27 @@ export class ChainLease extends Lease {
       decisive.remaining,
       decisive.resetAfterMs,
       source,
+      undefined,
     );
+    this.#members = members;
+  }
+
+  /** Each member's lease, in chain order (empty members' leases are not created for a rejection). */
+  override get members(): readonly Lease[] {
+    return this.#members;
+  }
+
+  override get holdsPermits(): boolean {
+    for (const lease of this.#members) if (lease.holdsPermits) return true;
+    return false;
   }
 
   override release(outcome?: ReleaseOutcome): void {
-    for (const lease of this.members) lease.release(outcome);
+    for (const lease of this.#members) lease.release(outcome);
   }
 
   /** Refunds every member (each member's lease gives back at most once). */
   override refund(): void {
-    for (const lease of this.members) lease.refund();
+    for (const lease of this.#members) lease.refund();
   }
 }

@@ -5,10 +5,11 @@ import type { AdaptiveAcquireOptions } from './adaptive-concurrency.ts';
 import { LimiterCore } from './core.ts';
 import { keyFor } from './keyed.ts';
 import { Lease } from './lease.ts';
+import type { LimitShape, MemorySlot } from './limiter.ts';
+import { decideNow, MemoryLimiterBase } from './memory-limiter.ts';
 import { checkPermits, integer, object, oneOf } from './options.ts';
-import { type Priority, rankOf } from './priority.ts';
+import type { Priority } from './priority.ts';
 import type { LimiterSpec, Statistics } from './rate-limiter.ts';
-import { MEMORY, type MemoryStore } from './store.ts';
 
 /** What happens to a new key when `maxPartitions` partitions are live and none can be dropped. */
 export type OverflowPolicy = 'reject' | 'shared';
@@ -41,7 +42,7 @@ const MAX_PARTITIONS = 4_000_000; // slot numbers must fit in 22 bits of a small
 const MAX_SPECS = 256;
 const FIRST_SWEEP = 1024;
 
-/** A bound partition: `slot << 8 | spec index`, or one of the two sentinels below. */
+/** A partition's code: `slot << 8 | spec index`, or this when the limiter is full and `overflow` is `'reject'`. */
 const REJECTED = -1;
 
 /**
@@ -50,7 +51,7 @@ const REJECTED = -1;
  * since dropping them changes no decision but the phase of their next window; when `maxPartitions` are live
  * and none can be dropped, `overflow` applies. A live key is never reset.
  */
-export class PartitionedLimiter<R> {
+export class PartitionedLimiter<R> extends MemoryLimiterBase {
   /** The partition key of a resource: the `key` option. */
   readonly keyOf: (resource: R) => string | PromiseLike<string>;
   private readonly specOf: (key: string) => LimiterSpec;
@@ -78,10 +79,9 @@ export class PartitionedLimiter<R> {
   // lookup. Cleared whenever a partition is dropped.
   private lastKey: string | undefined;
   private lastCode = 0;
-  /** @internal The key of the last {@link bind} call (read right after it, synchronously, by a chain). */
-  boundKey = '';
 
   constructor(options: PartitionedOptions<R>) {
+    super();
     object('partitioned options', options);
     rejectUnknown('partitioned', options, PARTITIONED_OPTION_NAMES);
     if (typeof options.key !== 'function') {
@@ -111,9 +111,21 @@ export class PartitionedLimiter<R> {
     return this.map.size;
   }
 
-  /** The store that decides it: this process's memory (decided synchronously). */
-  get store(): MemoryStore {
-    return MEMORY;
+  /** What its header fields say, when every key has the same limiter; undefined with tiers. */
+  get shape(): LimitShape | undefined {
+    return this.spec?.algorithm;
+  }
+
+  shapeFor(key: string): LimitShape {
+    return this.algorithmFor(key);
+  }
+
+  /**
+   * Whether a partition may queue. Built from one spec, read through that spec; one that chooses a spec per key
+   * (tiers) is assumed to, since any key's tier might.
+   */
+  get mayQueue(): boolean {
+    return this.spec === undefined || this.spec.options.queueLimit > 0;
   }
 
   /**
@@ -121,22 +133,22 @@ export class PartitionedLimiter<R> {
    * past waiters of a higher class in the partition's queue (an `adaptiveConcurrency()` one also sheds by class).
    */
   tryAcquire(resource: R, permits = 1, priority?: Priority): Lease {
-    return this.tryAcquireKey(keyFor(this, resource), permits, true, priority);
+    return this.tryAcquireFor(keyFor(this, resource), permits, true, priority);
   }
 
   /**
-   * @internal Decides now for the partition of `key` (already computed, e.g. awaited by the HTTP layer);
-   * `refundable: false` when the caller will never refund the lease.
+   * Decides now for the partition of `key` (already computed, e.g. awaited by the HTTP layer). The base's
+   * template, without the partition object a chain needs: the commonest HTTP route decides here.
    */
-  tryAcquireKey(key: string, permits = 1, refundable = true, priority?: Priority): Lease {
-    const code = this.bindKey(key);
-    if (code === REJECTED) return this.overflowLease(this.boundKey, permits);
-    const core = this.cores[code & 255];
-    if (permits !== 1) checkPermits(permits, core.algorithm.limit);
-    const rank = priority === undefined ? undefined : rankOf('priority', priority);
-    const lease = core.tryAcquire(code >>> 8, permits, core.options.clock.now(), refundable, rank);
-    lease.key = this.boundKey;
-    return lease;
+  override tryAcquireFor(
+    key: string | undefined,
+    permits = 1,
+    refundable = true,
+    priority?: Priority,
+  ): Lease {
+    const code = this.codeOf(key as string);
+    if (code === REJECTED) return this.overflowLease(key as string, permits);
+    return decideNow(this.cores[code & 255], code >>> 8, key, permits, refundable, priority);
   }
 
   /**
@@ -144,18 +156,7 @@ export class PartitionedLimiter<R> {
    * as for {@link tryAcquire}.
    */
   acquire(resource: R, permits = 1, options?: AdaptiveAcquireOptions): Promise<Lease> {
-    let code: number;
-    let rank: number | undefined;
-    try {
-      code = this.bind(resource);
-      if (code !== REJECTED) checkPermits(permits, this.cores[code & 255].algorithm.limit);
-      const priority = options?.priority;
-      rank = priority === undefined ? undefined : rankOf('priority', priority);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    if (code === REJECTED) return Promise.resolve(this.overflowLease(this.boundKey, permits));
-    return this.cores[code & 255].acquire(code >>> 8, permits, options?.signal, this.boundKey, rank);
+    return this.acquireOf(resource, undefined, permits, options?.signal, options?.priority);
   }
 
   /** The partition's permits available and queued now (a fresh one if it is not live), and the totals of all. */
@@ -177,17 +178,23 @@ export class PartitionedLimiter<R> {
     return { available, queued, granted, rejected };
   }
 
-  /**
-   * @internal The partition of `resource` as `slot << 8 | spec index`, created if new; `-1` when the limiter is
-   * full and `overflow` is `'reject'`.
-   */
-  bind(resource: R): number {
-    return this.bindKey(keyFor(this, resource));
+  /** The partition of `key`, created if new; the overflow lease when the limiter is full and rejects new keys. */
+  bind(key: string | undefined, permits: number): MemorySlot | Lease {
+    const code = this.codeOf(key as string);
+    if (code === REJECTED) return this.overflowLease(key as string, permits);
+    return { core: this.cores[code & 255], slot: code >>> 8, key };
   }
 
-  /** @internal {@link bind} for a key computed already. */
-  bindKey(key: string): number {
-    this.boundKey = key;
+  /** Permits available now in the partition of `key` (a fresh one's when it is not live). */
+  available(key: string | undefined): number {
+    const code = this.map.get(key as string);
+    if (code === undefined) return this.specOf(key as string).algorithm.limit;
+    const core = this.cores[code & 255];
+    return core.peek(code >>> 8, core.options.clock.now()).available;
+  }
+
+  /** The partition of `key` as `slot << 8 | spec index`, created if new; `REJECTED` when full. */
+  private codeOf(key: string): number {
     if (key === this.lastKey) return this.lastCode;
     const code = this.map.get(key);
     if (code === undefined) {
@@ -207,11 +214,6 @@ export class PartitionedLimiter<R> {
     const code = this.map.get(key);
     if (code !== undefined) return this.cores[code & 255].algorithm;
     return this.specOf(key).algorithm;
-  }
-
-  /** @internal */
-  coreOf(code: number): LimiterCore {
-    return this.cores[code & 255];
   }
 
   private create(key: string): number {
@@ -325,16 +327,19 @@ export class PartitionedLimiter<R> {
     return total;
   }
 
-  /** @internal The lease of a new key turned away because the limiter is full (`key` as bound). */
-  overflowLease(key: string, permits: number): Lease {
+  /** The lease of a new key turned away because the limiter is full. */
+  private overflowLease(key: string, permits: number): Lease {
     const spec = this.specOf(key);
     checkPermits(permits, spec.algorithm.limit);
     const now = spec.options.clock.now();
     const wait = Math.max(0, this.noSweepBefore - now);
-    const retry = spec.algorithm.timeBased ? wait : undefined;
-    const lease = new Lease(false, 'overflow', retry, spec.algorithm.limit, 0, undefined, this);
-    lease.key = key;
-    return lease;
+    return Lease.rejected('overflow', {
+      retryAfterMs: spec.algorithm.timeBased ? wait : undefined,
+      limit: spec.algorithm.limit,
+      remaining: 0,
+      source: this,
+      key,
+    });
   }
 }
 

@@ -1,9 +1,9 @@
 import type { Algorithm } from '../algorithms/algorithm.ts';
 import { type CoreOptions, LIMIT_CHANGES, LimiterCore } from './core.ts';
 import type { Lease } from './lease.ts';
-import { checkPermits } from './options.ts';
-import { DEFAULT_RANK, type Priority, rankOf } from './priority.ts';
-import { MEMORY, type MemoryStore } from './store.ts';
+import type { LimitShape, MemorySlot } from './limiter.ts';
+import { decideNow, MemoryLimiterBase } from './memory-limiter.ts';
+import type { Priority } from './priority.ts';
 
 /** What a limiter reports about itself. */
 export interface Statistics {
@@ -48,9 +48,10 @@ export interface LimiterSpec {
  * A limiter with one state, in memory. Use the factories (`fixedWindow`, `slidingWindow`, `tokenBucket`,
  * `concurrency`); every limiter is also a {@link LimiterSpec} for `partitioned`.
  */
-export abstract class RateLimiter implements LimiterSpec {
+export abstract class RateLimiter extends MemoryLimiterBase implements LimiterSpec {
   /** @internal */
   readonly core: LimiterCore;
+  readonly #only: MemorySlot;
   /** The cores of partitioned limiters built from it, held weakly: `setLimit` changes their partitions too. */
   #attached: WeakRef<LimiterCore>[] | undefined;
   /** Where a remote store took these settings, which it sends with each call and cannot follow. */
@@ -62,9 +63,11 @@ export abstract class RateLimiter implements LimiterSpec {
     readonly options: CoreOptions,
     core: LimiterCore = new LimiterCore(algorithm, options),
   ) {
+    super();
     this.core = core;
     this.core.source = this;
     this.core.allocate(options.clock.now());
+    this.#only = { core, slot: 0, key: undefined };
   }
 
   /** What identifies its settings now: two specs with equal signatures decide alike and may share storage. */
@@ -115,9 +118,27 @@ export abstract class RateLimiter implements LimiterSpec {
     return this.algorithm.limit;
   }
 
-  /** The store that decides it: this process's memory (decided synchronously). */
-  get store(): MemoryStore {
-    return MEMORY;
+  /** What its header fields say: its algorithm's limit and window. */
+  get shape(): LimitShape {
+    return this.algorithm;
+  }
+
+  shapeFor(_key: string): LimitShape {
+    return this.algorithm;
+  }
+
+  /** Whether it may hold a request in its queue (`queueLimit` > 0). */
+  get mayQueue(): boolean {
+    return this.options.queueLimit > 0;
+  }
+
+  /** Its one state (there are no partitions: `key` is ignored). */
+  bind(_key: string | undefined, _permits: number): MemorySlot {
+    return this.#only;
+  }
+
+  available(_key: string | undefined): number {
+    return this.core.peek(0, this.options.clock.now()).available;
   }
 
   /**
@@ -126,10 +147,8 @@ export abstract class RateLimiter implements LimiterSpec {
    * of its own).
    */
   tryAcquire(permits = 1, priority?: Priority): Lease {
-    if (permits !== 1) checkPermits(permits, this.algorithm.limit);
-    const now = this.options.clock.now();
-    if (priority === undefined) return this.core.tryAcquire(0, permits, now);
-    return this.core.tryAcquire(0, permits, now, true, rankOf('priority', priority));
+    // The base's template without the bind step: one state, nothing to look up (the hottest call there is).
+    return decideNow(this.core, 0, undefined, permits, true, priority);
   }
 
   /**
@@ -137,15 +156,7 @@ export abstract class RateLimiter implements LimiterSpec {
    * with a rejected lease (`'limit'`, or `'queue-full'` when there is a queue). Charged once, when admitted.
    */
   acquire(permits = 1, options?: AcquireOptions): Promise<Lease> {
-    let rank = DEFAULT_RANK;
-    try {
-      checkPermits(permits, this.algorithm.limit);
-      const priority = options?.priority;
-      if (priority !== undefined) rank = rankOf('priority', priority);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.core.acquire(0, permits, options?.signal, undefined, rank);
+    return this.acquireFor(undefined, permits, options?.signal, options?.priority);
   }
 
   /** Permits available and queued now, and the totals granted and rejected. */

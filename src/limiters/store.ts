@@ -1,4 +1,3 @@
-import type { Algorithm } from '../algorithms/algorithm.ts';
 import type { Lease } from './lease.ts';
 
 /**
@@ -27,8 +26,11 @@ export interface RemoteStore {
    * The limiters `members` (all of this store, in order) decided as one all-or-nothing chain, one round trip per
    * decision; partitioned members are keyed by `resource`.
    */
-  chain(members: readonly StoredLimiter[]): StoredChain;
-  /** Whether the store's fallback (Redis: `onUnavailable`) answered `lease` rather than the store itself. */
+  chain(members: readonly StoredMember[]): StoredChain;
+  /**
+   * Whether the store's fallback (Redis: `onUnavailable`) answered `lease` rather than the store itself: its
+   * `metadata.fallback`.
+   */
   isFallback(lease: Lease): boolean;
 }
 
@@ -38,37 +40,16 @@ export interface StoredChain {
   acquire(resource: unknown, permits: number, signal: AbortSignal | undefined): Promise<Lease>;
 }
 
-/** What the HTTP layer needs of a limiter that lives on a remote store (plain or partitioned). */
-export interface StoredLimiter {
+/**
+ * What a remote store reads of its own limiters when it chains them (the rest of the limiter contract,
+ * `StoredLimiter`, is in `limiter.ts`).
+ */
+export interface StoredMember {
   readonly store: RemoteStore;
   /** The partition key of a resource, for a partitioned limiter. */
   // biome-ignore lint/suspicious/noExplicitAny: partitioned limiters take any resource type
   readonly keyOf?: ((resource: any) => string | PromiseLike<string>) | undefined;
-  /** Its settings: the same for every key, or undefined when chosen per key (then see `algorithmFor`). */
-  readonly spec:
-    | { readonly algorithm: Algorithm; readonly options: { readonly queueLimit: number } }
-    | undefined;
-  /** The algorithm deciding `key`'s partition (a partitioned limiter). */
-  algorithmFor?(key: string): Algorithm;
-}
-
-/** A chain of a remote store's limiters, as that store builds it (`store.chain(a, b)`). */
-export interface StoredLimiterChain {
-  readonly store: RemoteStore;
-  readonly members: readonly StoredLimiter[];
 }
 
 /** The store of every memory limiter. */
 export const MEMORY: MemoryStore = { kind: 'memory', sync: true };
-
-/** Whether `value` is a limiter (or a chain) of a remote store. */
-export function isStored(value: unknown): value is StoredLimiter | StoredLimiterChain {
-  const store = (value as { store?: Partial<RemoteStore> } | null)?.store;
-  return (
-    typeof store === 'object' &&
-    store !== null &&
-    store.sync === false &&
-    typeof store.chain === 'function' &&
-    typeof store.isFallback === 'function'
-  );
-}

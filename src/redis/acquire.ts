@@ -1,7 +1,6 @@
 import { Lease } from '../limiters/lease.ts';
 import type { Binding } from './binding.ts';
 import type { Engine } from './engine.ts';
-import { leaseOf } from './unavailable.ts';
 import { finish, LocalQueue, type RedisWaiter } from './waiting.ts';
 
 // How often the head waiter asks again when nothing tells when a permit comes back (a concurrency permit held
@@ -34,7 +33,7 @@ export class Waiting {
     this.engine.check(binding, permits);
     const members = binding.members;
     if (members.every((m) => m.spec.options.queueLimit === 0)) {
-      return leaseOf(await this.engine.decide(binding, 't', permits, 'limit'));
+      return (await this.engine.decide(binding, 't', permits, 'limit')).lease;
     }
     const id = idOf(binding);
     let queue = this.queues.get(id);
@@ -43,7 +42,7 @@ export class Waiting {
     let last: Lease | undefined;
     if (!ahead) {
       const decided = await this.engine.decide(binding, 'w', permits, 'limit');
-      if (decided.lease.granted || decided.local) return leaseOf(decided);
+      if (decided.lease.granted || decided.local) return decided.lease;
       options = members[decided.blocked].spec.options;
       last = decided.lease;
     }
@@ -55,7 +54,7 @@ export class Waiting {
     const fits = need <= limit && (newestFirst || (queue?.permits ?? 0) + permits <= limit);
     if (!fits) {
       const reason = limit === 0 ? 'limit' : 'queue-full';
-      return leaseOf(await this.engine.decide(binding, 't', permits, reason, ahead));
+      return (await this.engine.decide(binding, 't', permits, reason, ahead)).lease;
     }
     if (!queue) {
       queue = new LocalQueue();
@@ -107,7 +106,7 @@ export class Waiting {
           if (decided.lease.granted || decided.local) {
             queue.remove(waiter);
             finish(waiter);
-            waiter.resolve(leaseOf(decided));
+            waiter.resolve(decided.lease);
             continue;
           }
           queue.last = decided.lease;
@@ -130,17 +129,14 @@ export class Waiting {
     const m = binding.members[0];
     m.owner.rejected++;
     const last = queue.last;
-    const lease = new Lease(
-      false,
-      'evicted',
-      last?.retryAfterMs,
-      last?.limit ?? m.spec.algorithm.limit,
-      0,
-      last?.resetAfterMs,
-      last?.source ?? m.owner,
-    );
-    lease.key = m.partKey;
-    return lease;
+    return Lease.rejected('evicted', {
+      retryAfterMs: last?.retryAfterMs,
+      limit: last?.limit ?? m.spec.algorithm.limit,
+      remaining: 0,
+      resetAfterMs: last?.resetAfterMs,
+      source: last?.source ?? m.owner,
+      key: m.partKey,
+    });
   }
 }
 

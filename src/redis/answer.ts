@@ -32,7 +32,6 @@ export class Answers {
       const m = members[0];
       if (permits > 0) m.owner.granted++;
       const lease = this.granted(m, permits, Number(reply[1]), decodeNumber(reply[2]));
-      lease.key = m.partKey;
       return { lease, blocked: -1, local: false };
     }
     if (reply[0] === '1') {
@@ -48,9 +47,8 @@ export class Answers {
         } else if (m.spec.algorithm.timeBased) {
           leases[i] = this.granted(m, permits, remaining, decodeNumber(reply[2 + 2 * i]));
         } else {
-          leases[i] = new Lease(true, undefined, undefined, limit, remaining, undefined, m.owner);
+          leases[i] = Lease.granted({ limit, remaining, source: m.owner, key: m.partKey });
         }
-        leases[i].key = m.partKey;
         if (leases[i].remaining < leases[decisive].remaining) decisive = i;
       }
       const lease = binding.chain
@@ -62,16 +60,14 @@ export class Answers {
     const m = members[index];
     // A queued attempt that fails is not a rejection: the request keeps waiting.
     if (permits > 0 && op === 't') m.owner.rejected++;
-    const lease = new Lease(
-      false,
-      reason,
-      decodeNumber(reply[2]),
-      m.spec.algorithm.limit,
-      Number(reply[4]),
-      decodeNumber(reply[5]),
-      m.owner,
-    );
-    lease.key = m.partKey;
+    const lease = Lease.rejected(reason, {
+      retryAfterMs: decodeNumber(reply[2]),
+      limit: m.spec.algorithm.limit,
+      remaining: Number(reply[4]),
+      resetAfterMs: decodeNumber(reply[5]),
+      source: m.owner,
+      key: m.partKey,
+    });
     if (!binding.chain) return { lease, blocked: index, local: false };
     const chained = new ChainLease(lease, decodeNumber(reply[3]), [lease], lease.source);
     return { lease: chained, blocked: index, local: false };
@@ -80,12 +76,15 @@ export class Answers {
   /** A granted lease of a time-based member: refundable (see `RedisRefundableLease`) when it took permits. */
   private granted(m: BoundMember, permits: number, remaining: number, reset: number | undefined): Lease {
     const limit = m.spec.algorithm.limit;
-    if (permits === 0) return new Lease(true, undefined, undefined, limit, remaining, reset, m.owner);
+    if (permits === 0) {
+      return Lease.granted({ limit, remaining, resetAfterMs: reset, source: m.owner, key: m.partKey });
+    }
     return new RedisRefundableLease(
       limit,
       remaining,
       reset,
       m.owner,
+      m.partKey,
       permits,
       this.clock(),
       this.clock,
@@ -108,6 +107,6 @@ export class Answers {
         this.options.onRelease(m.key);
       },
     };
-    return new HeldLease(m.spec.algorithm.limit, remaining, permits, owner, 0, 0, m.owner);
+    return new HeldLease(m.spec.algorithm.limit, remaining, permits, owner, 0, 0, m.owner, m.partKey);
   }
 }

@@ -1,10 +1,11 @@
 import { describe } from '../duration.ts';
 import type { ChainAcquireArgs, ChainArgs, ChainResource } from '../limiters/chain.ts';
 import type { Lease } from '../limiters/lease.ts';
+import type { LimitShape, StoredLimiter, StoredLimiterChain } from '../limiters/limiter.ts';
 import type { AcquireOptions, Statistics } from '../limiters/rate-limiter.ts';
 import type { RemoteStore } from '../limiters/store.ts';
 import type { Binding, BoundMember } from './binding.ts';
-import { type Context, RedisLimiter, RedisPartitionedLimiter } from './limiters.ts';
+import type { Context, RedisLimiter, RedisPartitionedLimiter } from './limiters.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: a chain accepts partitioned limiters over any resource type
 type Member = RedisLimiter | RedisPartitionedLimiter<any>;
@@ -17,7 +18,7 @@ export type RedisChainResource<M extends readonly Member[]> = ChainResource<M>;
  * nothing from any member, under any concurrency from any number of processes (the script runs atomically).
  * In Redis Cluster every member's key must be in one slot: give them the same hash tag.
  */
-export class RedisChainLimiter<R = void> {
+export class RedisChainLimiter<R = void> implements StoredLimiterChain {
   private readonly needsResource: boolean;
 
   /** @internal Use `store.chain(a, b, …)`. */
@@ -27,18 +28,39 @@ export class RedisChainLimiter<R = void> {
   ) {
     if (members.length === 0) throw new TypeError('store.chain: needs at least one limiter; got none');
     members.forEach((member, i) => {
-      if (!(member instanceof RedisLimiter) && !(member instanceof RedisPartitionedLimiter)) {
+      // A Redis store's limiter (a chain is given as its members: `store.chain(...c.members)`). One of another
+      // Redis store passes here; the route that uses the chain names both stores.
+      const m = member as Partial<StoredLimiter> | null;
+      if (
+        m?.store?.kind !== context.store.kind ||
+        m.members !== undefined ||
+        typeof member.bind !== 'function'
+      ) {
         throw new TypeError(
           `store.chain: member ${i} must be a limiter of this Redis store (store.limiter / store.partitioned); got ${describe(member)}`,
         );
       }
     });
-    this.needsResource = members.some((m) => m instanceof RedisPartitionedLimiter);
+    this.needsResource = members.some((m) => (m as StoredLimiter).keyOf !== undefined);
   }
 
   /** The store that decides it (a Redis store). */
   get store(): RemoteStore {
     return this.context.store;
+  }
+
+  /** Never set: a chain's members are what the headers describe. */
+  get shape(): LimitShape | undefined {
+    return undefined;
+  }
+
+  shapeFor(key: string): LimitShape {
+    return this.members[0].shapeFor(key);
+  }
+
+  /** Whether any member may queue. */
+  get mayQueue(): boolean {
+    return this.members.some((m) => m.mayQueue);
   }
 
   /** Decides every member now, all or nothing: one round trip. */
@@ -86,13 +108,8 @@ export class RedisChainLimiter<R = void> {
     const members: BoundMember[] = new Array(this.members.length);
     let partKey: string | undefined;
     for (let i = 0; i < this.members.length; i++) {
-      const member = this.members[i];
-      if (member instanceof RedisLimiter) members[i] = member.bind();
-      else {
-        const bound = member.bind(resource);
-        members[i] = bound.member;
-        partKey ??= bound.partKey;
-      }
+      members[i] = this.members[i].bind(resource);
+      partKey ??= members[i].partKey;
     }
     return { members, partKey, chain: true };
   }

@@ -1,7 +1,7 @@
 import type { Lease } from '../limiters/lease.ts';
-import type { RemoteStore, StoredChain, StoredLimiter } from '../limiters/store.ts';
+import type { RemoteStore, StoredChain, StoredMember } from '../limiters/store.ts';
 import { RedisChainLimiter } from './chain.ts';
-import { type Context, RedisLimiter, RedisPartitionedLimiter } from './limiters.ts';
+import type { Context, RedisLimiter, RedisPartitionedLimiter } from './limiters.ts';
 import { isUnavailableAnswer } from './unavailable.ts';
 
 /**
@@ -14,25 +14,25 @@ export class RedisStoreContract implements RemoteStore {
 
   constructor(private readonly context: Context) {}
 
-  chain(members: readonly StoredLimiter[]): StoredChain {
+  chain(members: readonly StoredMember[]): StoredChain {
+    // The chain checks that every member is one of this store's limiters.
+    const chain = new RedisChainLimiter<unknown>(this.context, members as never);
     if (members.length === 1) {
-      const only = members[0];
-      if (only instanceof RedisLimiter) {
+      // A lone limiter answers with its own lease, not a chain's.
+      if (members[0].keyOf === undefined) {
+        const only = members[0] as RedisLimiter;
         return {
           tryAcquire: (_resource, permits) => only.tryAcquire(permits),
           acquire: (_resource, permits, signal) => only.acquire(permits, { signal }),
         };
       }
-      if (only instanceof RedisPartitionedLimiter) {
-        return {
-          tryAcquire: (resource, permits) => only.tryAcquire(resource, permits),
-          acquire: (resource, permits, signal) => only.acquire(resource, permits, { signal }),
-        };
-      }
+      const only = members[0] as RedisPartitionedLimiter<unknown>;
+      return {
+        tryAcquire: (resource, permits) => only.tryAcquire(resource, permits),
+        acquire: (resource, permits, signal) => only.acquire(resource, permits, { signal }),
+      };
     }
-    // The chain checks that every member is one of this store's limiters.
-    const chain = new RedisChainLimiter<unknown>(this.context, members as never);
-    if (members.some((m) => m instanceof RedisPartitionedLimiter)) {
+    if (members.some((m) => m.keyOf !== undefined)) {
       return {
         tryAcquire: (resource, permits) => chain.tryAcquire(resource, permits),
         acquire: (resource, permits, signal) => chain.acquire(resource, permits, { signal }),

@@ -1,7 +1,6 @@
 import type { Lease } from '../limiters/lease.ts';
 import type { Binding, Decided } from './binding.ts';
 import type { Request, StoreUnavailableError } from './request.ts';
-import { leaseOf } from './unavailable.ts';
 
 /** What a decision needs of the engine that made it (the engine, without importing it). */
 export interface DecisionHost {
@@ -86,6 +85,6 @@ export class Decision implements Request {
   }
 
   private settle(decided: Decided): void {
-    this.resolve(this.asLease ? leaseOf(decided) : decided);
+    this.resolve(this.asLease ? decided.lease : decided);
   }
 }

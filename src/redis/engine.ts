@@ -12,7 +12,6 @@ import type { ResolvedOptions } from './options.ts';
 import { decodeNumber, encodeLone, encodeRequest, type MemberCall, type Op, specText } from './protocol.ts';
 import type { StoreUnavailableError } from './request.ts';
 import { keySlot } from './slot.ts';
-import { leaseOf } from './unavailable.ts';
 
 /**
  * Decides bindings over Redis: encodes requests, applies the per-call deadline and `onUnavailable`, and keeps the
@@ -104,7 +103,12 @@ export class Engine implements DecisionHost {
       const left = hit ? hit.until - performance.now() : 0;
       if (hit && left > 0) {
         const l = hit.lease;
-        const lease = new Lease(false, l.reason, left, l.limit, 0, undefined, l.source);
+        const lease = Lease.rejected(l.reason ?? 'limit', {
+          retryAfterMs: left,
+          limit: l.limit,
+          remaining: 0,
+          source: l.source,
+        });
         return Promise.resolve(asLease ? lease : { lease, blocked: 0, local: true });
       }
       if (hit) this.blockedUntil.delete(cacheKey);
@@ -116,7 +120,7 @@ export class Engine implements DecisionHost {
       if (until !== undefined) {
         if (performance.now() < until) {
           const decided: Decided = { lease: this.fallback(binding, permits), blocked: -1, local: true };
-          return Promise.resolve(asLease ? leaseOf(decided) : decided);
+          return Promise.resolve(asLease ? decided.lease : decided);
         }
         this.skipUntil.delete(scope);
       }

@@ -1,39 +1,48 @@
+import { keyFor } from '../limiters/keyed.ts';
 import { Lease } from '../limiters/lease.ts';
+import type { MemoryLimiter } from '../limiters/limiter.ts';
 import { telemetry } from '../telemetry.ts';
 import type { Binding } from './binding.ts';
 import type { ResolvedOptions } from './options.ts';
+import { FALLBACK } from './unavailable.ts';
 
 /**
  * The `onUnavailable` answer, counted in `floodgate.store.unavailable` by limiter name. (Over HTTP the engine
  * also counts the request as `floodgate.requests{result: store_unavailable}` under its policy: a separate
- * instrument here keeps that one from counting each outage answer twice.)
+ * instrument here keeps that one from counting each outage answer twice.) Every such lease carries
+ * {@link FALLBACK} as its metadata, which is how `isUnavailableAnswer` tells it from Redis's own.
  */
 export function unavailableAnswer(options: ResolvedOptions, binding: Binding, permits: number): Lease {
   const first = binding.members[0];
   telemetry().storeUnavailable.add(1, { limiter: first.owner.name });
   const policy = options.onUnavailable;
   const limit = first.spec.algorithm.limit;
-  let lease: Lease;
+  const key = first.partKey;
   if (policy === 'fail-open') {
-    lease = new Lease(
-      true,
-      undefined,
-      undefined,
-      limit,
-      Math.max(0, limit - permits),
-      undefined,
-      first.owner,
-    );
-  } else if (policy === 'fail-closed') {
-    lease = new Lease(false, 'unavailable', options.retryIntervalMs, limit, 0, undefined, first.owner);
-  } else {
-    try {
-      if ('core' in policy) lease = policy.tryAcquire(Math.min(permits, policy.limit));
-      else return policy.tryAcquire(binding.partKey ?? first.owner.name, permits);
-    } catch {
-      lease = new Lease(false, 'unavailable', options.retryIntervalMs, limit, 0, undefined, first.owner);
-    }
+    const remaining = Math.max(0, limit - permits);
+    return Lease.granted({ limit, remaining, source: first.owner, key, metadata: FALLBACK });
   }
-  lease.key = first.partKey;
-  return lease;
+  const refused = {
+    retryAfterMs: options.retryIntervalMs,
+    limit,
+    remaining: 0,
+    source: first.owner,
+    key,
+    metadata: FALLBACK,
+  };
+  if (policy === 'fail-closed') return Lease.rejected('unavailable', refused);
+  try {
+    // An insurance limiter in memory: a partitioned one by the partition key (or the limiter's name), its
+    // lease under its own key; a plain one with at most its limit, its lease under the partition's key.
+    const insurance: MemoryLimiter = policy;
+    if (insurance.keyOf !== undefined) {
+      const resource = binding.partKey ?? first.owner.name;
+      const lease = insurance.tryAcquireFor(keyFor(insurance as never, resource), permits);
+      return Lease.forwarding(lease, lease.key, FALLBACK);
+    }
+    const lease = insurance.tryAcquireFor(undefined, Math.min(permits, insurance.shapeFor('').limit));
+    return Lease.forwarding(lease, key, FALLBACK);
+  } catch {
+    return Lease.rejected('unavailable', refused);
+  }
 }

@@ -1,6 +1,7 @@
 import { describe } from '../duration.ts';
 import { keyFor } from '../limiters/keyed.ts';
 import type { Lease } from '../limiters/lease.ts';
+import type { LimitShape, StoredLimiter } from '../limiters/limiter.ts';
 import type { AcquireOptions, LimiterSpec, Statistics } from '../limiters/rate-limiter.ts';
 import type { RemoteStore } from '../limiters/store.ts';
 import { rejectUnknown } from '../options/known.ts';
@@ -62,7 +63,7 @@ const SPEC_CACHE = 10_000;
  * One limiter state in Redis, shared by every process that uses the same name: the async twin of a memory
  * limiter. Same decisions, same `Lease` fields; `tryAcquire` is one round trip.
  */
-export class RedisLimiter implements Owner {
+export class RedisLimiter implements Owner, StoredLimiter {
   granted = 0;
   rejected = 0;
   readonly name: string;
@@ -102,6 +103,20 @@ export class RedisLimiter implements Owner {
     return this.context.store;
   }
 
+  /** What its header fields say: its algorithm's limit and window. */
+  get shape(): LimitShape {
+    return this.spec.algorithm;
+  }
+
+  shapeFor(_key: string): LimitShape {
+    return this.spec.algorithm;
+  }
+
+  /** Whether a request may wait here for its turn to ask Redis again (`queueLimit` > 0). */
+  get mayQueue(): boolean {
+    return this.spec.options.queueLimit > 0;
+  }
+
   /** Decides now and never waits: one round trip. */
   tryAcquire(permits = 1): Promise<Lease> {
     try {
@@ -135,14 +150,14 @@ export class RedisLimiter implements Owner {
     );
   }
 
-  /** @internal */
-  bind(): BoundMember {
+  /** @internal Its one member (there are no partitions: `resource` is ignored). */
+  bind(_resource?: unknown): BoundMember {
     return this.member;
   }
 }
 
 /** One limiter state per key in Redis: the async twin of `partitioned`. Keys expire when back to full. */
-export class RedisPartitionedLimiter<R> implements Owner {
+export class RedisPartitionedLimiter<R> implements Owner, StoredLimiter {
   granted = 0;
   rejected = 0;
   readonly name: string;
@@ -191,6 +206,20 @@ export class RedisPartitionedLimiter<R> implements Owner {
     return this.context.store;
   }
 
+  /** What its header fields say, when every key has the same limiter; undefined with tiers. */
+  get shape(): LimitShape | undefined {
+    return this.spec?.algorithm;
+  }
+
+  shapeFor(key: string): LimitShape {
+    return this.algorithmFor(key);
+  }
+
+  /** Whether a partition may queue (assumed with tiers, since any key's tier might). */
+  get mayQueue(): boolean {
+    return this.spec === undefined || this.spec.options.queueLimit > 0;
+  }
+
   /** Decides now for `resource`'s partition: one round trip. */
   tryAcquire(resource: R, permits = 1): Promise<Lease> {
     let binding: Binding;
@@ -232,10 +261,9 @@ export class RedisPartitionedLimiter<R> implements Owner {
     return (this.specs.get(key) ?? this.specOf(key)).algorithm;
   }
 
-  /** @internal The member bound to `resource`'s partition, and the partition key. */
-  bind(resource: R): { member: BoundMember; partKey: string } {
-    const partKey = keyFor(this, resource);
-    return { member: this.member(partKey), partKey };
+  /** @internal The member bound to `resource`'s partition (its `partKey` the partition key). */
+  bind(resource: R): BoundMember {
+    return this.member(keyFor(this, resource));
   }
 
   private member(partKey: string): BoundMember {

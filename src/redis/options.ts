@@ -1,16 +1,23 @@
 import { type Duration, describe, parseDuration } from '../duration.ts';
 import type { Clock } from '../limiters/core.ts';
-import { PartitionedLimiter } from '../limiters/partitioned.ts';
-import { RateLimiter } from '../limiters/rate-limiter.ts';
+import { isLimiter, type MemoryLimiter } from '../limiters/limiter.ts';
+import type { PartitionedLimiter } from '../limiters/partitioned.ts';
+import type { RateLimiter } from '../limiters/rate-limiter.ts';
 import { rejectUnknown } from '../options/known.ts';
 import type { RedisClientLike } from './client.ts';
 
 /**
  * What a decision gets when Redis fails or misses its deadline: grant (`'fail-open'`), reject with reason
  * `'unavailable'` (`'fail-closed'`), or ask an in-memory insurance limiter (a plain limiter shared by every key
- * of this process, or a partitioned one keyed by the decision's partition key).
+ * of this process, or a partitioned one keyed by the decision's partition key; any limiter in memory that is not a
+ * chain).
  */
-export type UnavailablePolicy = 'fail-open' | 'fail-closed' | RateLimiter | PartitionedLimiter<string>;
+export type UnavailablePolicy =
+  | 'fail-open'
+  | 'fail-closed'
+  | RateLimiter
+  | PartitionedLimiter<string>
+  | MemoryLimiter;
 
 /** Options of {@link redisStore}. */
 export interface RedisStoreOptions {
@@ -88,8 +95,7 @@ export function resolveOptions(options: RedisStoreOptions): ResolvedOptions {
   if (
     policy !== 'fail-open' &&
     policy !== 'fail-closed' &&
-    !(policy instanceof RateLimiter) &&
-    !(policy instanceof PartitionedLimiter)
+    !(isLimiter(policy) && policy.store.sync && policy.members === undefined)
   ) {
     throw new TypeError(
       `redisStore: onUnavailable must be 'fail-open', 'fail-closed' or an in-memory limiter; got ${describe(options.onUnavailable)}`,

@@ -15,13 +15,14 @@ export class RedisRefundableLease extends Lease {
     remaining: number,
     resetAfterMs: number | undefined,
     source: object,
+    key: string | undefined,
     private readonly permits: number,
     /** The clock (test clock or `performance.now()`) at the grant. */
     private readonly grantedAt: number,
     private readonly clock: () => number,
     refund: (permits: number, expectedResetMs: number) => void,
   ) {
-    super(true, undefined, undefined, limit, remaining, resetAfterMs, source);
+    super(true, undefined, undefined, limit, remaining, resetAfterMs, source, key);
     this.#refund = refund;
   }
 

@@ -1,6 +1,6 @@
 import { describe } from '../../duration.ts';
 import { KeyedResource } from '../../limiters/keyed.ts';
-import { ChainLease, Lease, type ReleaseOutcome } from '../../limiters/lease.ts';
+import type { Lease, ReleaseOutcome } from '../../limiters/lease.ts';
 import { rankOf } from '../../limiters/priority.ts';
 import { telemetry } from '../../telemetry.ts';
 
@@ -396,11 +396,7 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 
 /** Whether releasing `lease` gives something back (a concurrency permit), so the response must be watched. */
 export function holdsPermits(lease: Lease): boolean {
-  if (lease instanceof ChainLease) {
-    for (const member of lease.members) if (member.release !== Lease.prototype.release) return true;
-    return false;
-  }
-  return lease.release !== Lease.prototype.release;
+  return lease.holdsPermits;
 }
 
 // Partitions alive, per partitioned limiter: the limiters keep no metrics, so the size is compared after each

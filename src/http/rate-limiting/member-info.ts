@@ -1,8 +1,5 @@
-import type { Algorithm } from '../../algorithms/algorithm.ts';
 import { LIMIT_CHANGES } from '../../limiters/core.ts';
-import { PartitionedLimiter } from '../../limiters/partitioned.ts';
-import { RateLimiter } from '../../limiters/rate-limiter.ts';
-import type { StoredLimiter } from '../../limiters/store.ts';
+import type { LimitShape } from '../../limiters/limiter.ts';
 import { sfString } from '../ratelimit-headers.ts';
 import type { Member } from './options.ts';
 
@@ -18,8 +15,6 @@ export class MemberInfo {
   /** The partition key function (called once per request, by the engine), or undefined for a plain limiter. */
   // biome-ignore lint/suspicious/noExplicitAny: the adapter's own request type
   readonly keyOf: ((req: any) => string | PromiseLike<string>) | undefined;
-  /** Where the algorithm is read when it is the same for every key (it changes with `setLimit`). */
-  readonly #spec: { readonly algorithm: Algorithm } | undefined;
   #policyItem: string | undefined;
   /** {@link LIMIT_CHANGES} when the cached header items were built: a change of limit rebuilds them. */
   limitChanges = LIMIT_CHANGES.count;
@@ -48,39 +43,33 @@ export class MemberInfo {
     this.sfName = sfString(name);
     this.attributes = { policy: name };
     this.remainingPrefix = `${this.sfName};r=`;
-    if (member instanceof PartitionedLimiter || (!(member instanceof RateLimiter) && member.keyOf)) {
-      this.keyOf = member.keyOf;
-      this.#spec = member.spec;
-    } else {
-      this.keyOf = undefined;
-      this.#spec = member instanceof RateLimiter ? member : member.spec;
-    }
-    this.#policyItem = this.#spec === undefined ? undefined : policyItem(this.sfName, this.#spec.algorithm);
+    this.keyOf = member.keyOf;
+    const shape = member.shape;
+    this.#policyItem = shape === undefined ? undefined : policyItem(this.sfName, shape);
   }
 
-  /** The algorithm when it is the same for every key. */
-  get algorithm(): Algorithm | undefined {
-    return this.#spec?.algorithm;
+  /** What the header fields say, when the same for every key (read live: it changes with `setLimit`). */
+  get algorithm(): LimitShape | undefined {
+    return this.member.shape;
   }
 
   /** `"name";q=…;qu=…;w=…` when the algorithm is the same for every key (built again after a `setLimit`). */
   get policyItem(): string | undefined {
-    if (this.limitChanges !== LIMIT_CHANGES.count && this.#spec !== undefined) {
-      this.#policyItem = policyItem(this.sfName, this.#spec.algorithm);
+    if (this.limitChanges !== LIMIT_CHANGES.count) {
+      const shape = this.member.shape;
+      this.#policyItem = shape === undefined ? undefined : policyItem(this.sfName, shape);
     }
     return this.#policyItem;
   }
 
-  /** The algorithm deciding `key`'s partition (a key function that threw leaves `key` undefined). */
-  algorithmFor(key: string | undefined): Algorithm {
-    const algorithm = this.#spec?.algorithm;
-    if (algorithm !== undefined) return algorithm;
-    return (this.member as PartitionedLimiter<unknown> | Required<StoredLimiter>).algorithmFor(key ?? '');
+  /** What the header fields say for `key`'s partition (a key function that threw leaves `key` undefined). */
+  algorithmFor(key: string | undefined): LimitShape {
+    return this.member.shape ?? this.member.shapeFor(key ?? '');
   }
 }
 
 /** `"name";q=100;w=60`, or with `qu="concurrent-requests"` and no window for a concurrency limit. */
-export function policyItem(sfName: string, algorithm: Algorithm): string {
+export function policyItem(sfName: string, algorithm: LimitShape): string {
   const unit = algorithm.timeBased ? '' : ';qu="concurrent-requests"';
   const w = algorithm.windowMs;
   const window =

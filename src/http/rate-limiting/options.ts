@@ -1,10 +1,17 @@
 import { describe } from '../../duration.ts';
-import { ChainLimiter } from '../../limiters/chain.ts';
+import type { ChainLimiter } from '../../limiters/chain.ts';
 import type { Lease } from '../../limiters/lease.ts';
-import { PartitionedLimiter } from '../../limiters/partitioned.ts';
+import {
+  isLimiter,
+  type Limiter,
+  leaves,
+  type MemoryLimiter,
+  type StoredLimiter,
+  type StoredLimiterChain,
+} from '../../limiters/limiter.ts';
+import type { PartitionedLimiter } from '../../limiters/partitioned.ts';
 import type { Priority } from '../../limiters/priority.ts';
-import { RateLimiter } from '../../limiters/rate-limiter.ts';
-import { isStored, type StoredLimiter, type StoredLimiterChain } from '../../limiters/store.ts';
+import type { RateLimiter } from '../../limiters/rate-limiter.ts';
 import { rejectUnknown } from '../../options/known.ts';
 import {
   checkSecret,
@@ -20,7 +27,8 @@ import { silenceWarnings } from '../warnings.ts';
  * What a policy limits with: a limiter (`fixedWindow(...)`: one bucket for every request it sees), a
  * `partitioned(...)` limiter (one bucket per key of the request, e.g. per client), or a `chain(...)` of them —
  * in memory, or on a Redis store (`store.limiter(...)`, `store.partitioned(...)`, `store.chain(...)`) for a
- * limit shared by every instance. The limiters of one route (global and policy) must all be on one store.
+ * limit shared by every instance, or a limiter of your own (anything implementing `Limiter`). The limiters of
+ * one route (global and policy) must all be on one store.
  */
 // biome-ignore lint/suspicious/noExplicitAny: untyped uses accept limiters keyed by any request type
 export type HttpLimiter<Req = any> =
@@ -29,7 +37,8 @@ export type HttpLimiter<Req = any> =
   | ChainLimiter<Req>
   | ChainLimiter<void>
   | StoredLimiter
-  | StoredLimiterChain;
+  | StoredLimiterChain
+  | Limiter;
 
 /**
  * Which limiter of the chain said no: the global limiter, the route's policy, or `'store'` when the Redis store
@@ -226,8 +235,7 @@ export interface Policy {
 }
 
 /** One limiter of a route's chain: in memory (decided synchronously) or on a Redis store (one round trip). */
-// biome-ignore lint/suspicious/noExplicitAny: see HttpLimiter
-export type Member = RateLimiter | PartitionedLimiter<any> | StoredLimiter;
+export type Member = Limiter;
 
 /** Validated options. */
 export interface ResolvedOptions {
@@ -338,7 +346,7 @@ function refundRule(where: string, options: RequestRules): RefundRule | undefine
  * the `policies` key; inline ones from `name`, default `'route'`.
  */
 export function buildPolicy(where: string, name: string, spec: unknown, withOptions: boolean): Policy {
-  if (isLimiter(spec)) {
+  if (isHttpLimiter(spec)) {
     return {
       name,
       members: flatten(spec),
@@ -351,7 +359,7 @@ export function buildPolicy(where: string, name: string, spec: unknown, withOpti
   if (withOptions && typeof spec === 'object' && spec !== null && !Array.isArray(spec)) {
     const options = spec as RateLimitPolicyOptions;
     rejectUnknown(where, options, RATE_LIMIT_POLICY_OPTION_NAMES);
-    if (!isLimiter(options.limiter)) {
+    if (!isHttpLimiter(options.limiter)) {
       throw new TypeError(
         `${where}.limiter must be a limiter (fixedWindow(...), partitioned(...), chain(...)); got ${describe(options.limiter)}`,
       );
@@ -373,18 +381,21 @@ export function buildPolicy(where: string, name: string, spec: unknown, withOpti
   );
 }
 
-function isLimiter(value: unknown): value is HttpLimiter {
-  return (
-    value instanceof RateLimiter ||
-    value instanceof PartitionedLimiter ||
-    value instanceof ChainLimiter ||
-    isStored(value)
-  );
+/**
+ * Whether `value` is a limiter the HTTP layer can ask: one in memory binds its partitions and has the base's
+ * template methods (`MemoryLimiterBase`, or a chain); one on a remote store is asked through its store.
+ */
+function isHttpLimiter(value: unknown): value is Limiter {
+  if (!isLimiter(value)) return false;
+  if (!value.store.sync) return typeof value.store.chain === 'function';
+  const memory = value as Partial<MemoryLimiter>;
+  return typeof memory.bind === 'function' && typeof memory.tryAcquireFor === 'function';
 }
 
-// A chain is flattened into its members: the route rebuilds one chain of the global limiter and the policy.
-function flatten(limiter: HttpLimiter): Member[] {
-  return limiter instanceof ChainLimiter || 'members' in limiter ? [...limiter.members] : [limiter];
+// A chain is flattened into its members (chains in it too): the route rebuilds one chain of the global limiter
+// and the policy.
+function flatten(limiter: Limiter): Member[] {
+  return leaves(limiter);
 }
 
 function hook(where: string, value: unknown): OnRejected | undefined {

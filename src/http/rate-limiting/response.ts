@@ -1,8 +1,7 @@
 import { LIMIT_CHANGES } from '../../limiters/core.ts';
 import type { KeyedResource } from '../../limiters/keyed.ts';
-import { ChainLease, type Lease } from '../../limiters/lease.ts';
-import { PartitionedLimiter } from '../../limiters/partitioned.ts';
-import { RateLimiter } from '../../limiters/rate-limiter.ts';
+import type { Lease } from '../../limiters/lease.ts';
+import type { MemoryLimiter } from '../../limiters/limiter.ts';
 import {
   type PolicyState,
   rateLimitHeaders,
@@ -72,7 +71,7 @@ function draft10<T>(
     set(target, 'RateLimit', limitItem(info, lease));
     return;
   }
-  const leases = lease instanceof ChainLease ? lease.members : undefined;
+  const leases = lease.members;
   let policies = '';
   let limits = '';
   for (let i = 0; i < infos.length; i++) {
@@ -132,7 +131,7 @@ export function policyStates(
 ): PolicyState[] {
   const { members, infos } = route;
   const states: PolicyState[] = [];
-  const leases = lease instanceof ChainLease ? lease.members : [lease];
+  const leases = lease.members ?? [lease];
   const granted = lease.granted;
   for (let i = 0; i < members.length; i++) {
     const member = members[i];
@@ -147,11 +146,9 @@ export function policyStates(
     if (own !== undefined) {
       state.remaining = own.remaining;
       if (own.resetAfterMs !== undefined) state.resetAfterMs = own.resetAfterMs;
-    } else if (member instanceof PartitionedLimiter) {
+    } else if (member.store.sync) {
       // Read by the key decided with (the resource carries it): the key function is not called again.
-      state.remaining = member.statistics(resource).available;
-    } else if (member instanceof RateLimiter) {
-      state.remaining = member.statistics().available;
+      state.remaining = (member as MemoryLimiter).available(key);
     } else continue;
     if (algorithm.windowMs !== undefined) state.windowMs = algorithm.windowMs;
     if (!algorithm.timeBased) state.unit = 'concurrent-requests';

@@ -1,7 +1,7 @@
 import { ChainLimiter } from '../../limiters/chain.ts';
+import { keyFor } from '../../limiters/keyed.ts';
 import type { Lease } from '../../limiters/lease.ts';
-import { PartitionedLimiter } from '../../limiters/partitioned.ts';
-import { RateLimiter } from '../../limiters/rate-limiter.ts';
+import type { MemoryLimiter } from '../../limiters/limiter.ts';
 import { MemberInfo } from './member-info.ts';
 import {
   GLOBAL,
@@ -17,9 +17,6 @@ import { checkOneStore, isRemote, type RemoteDecider, remoteDecider } from './st
 
 /** How many route templates one route setting labels its metrics with (the rest go without `http.route`). */
 export const MAX_TEMPLATES = 1000;
-
-// biome-ignore lint/suspicious/noExplicitAny: see HttpLimiter
-type MemoryMember = RateLimiter | PartitionedLimiter<any>;
 
 /**
  * What one route is limited by, computed once when the route is declared: the global limiter and the route's
@@ -103,17 +100,18 @@ export class RouteLimits {
     this.names = names;
     this.infos = members.map((member, i) => new MemberInfo(member, names[i]));
     // Partitions on a Redis store live in Redis: the `partitions` metric follows memory limiters only.
-    this.partitioned = this.infos.filter((info) => info.member instanceof PartitionedLimiter);
+    this.partitioned = this.infos.filter(
+      (info) => (info.member as Partial<MemoryLimiter>).size !== undefined,
+    );
     this.globalCount = global?.members.length ?? 0;
     this.metricPolicy = policy?.name ?? GLOBAL;
     this.onRejected = policy?.onRejected ?? fallbackOnRejected;
     this.skip = policy?.skip;
-    this.mayQueue = members.some(mayQueue);
+    this.mayQueue = members.some((member) => member.mayQueue);
     this.metrics = new RouteMetrics(this.metricPolicy, undefined);
 
     this.keyOfs = this.infos.map((info) => info.keyOf as ((req: unknown) => unknown) | undefined);
     this.keyed = this.keyOfs.some((keyOf) => keyOf !== undefined);
-    const keyed = members.some((m) => m instanceof PartitionedLimiter);
     if (members.length > 0) checkOneStore(where, members, names);
     const remote = members.length > 0 && isRemote(members[0]) ? remoteDecider(members as never) : undefined;
     let lone: ((key: string, rank?: number) => Lease) | undefined;
@@ -129,29 +127,25 @@ export class RouteLimits {
       };
       this.acquire = this.tryAcquire as never;
     } else if (members.length === 1) {
-      const only = members[0] as MemoryMember;
-      if (only instanceof RateLimiter) {
-        // Every limiter takes the request's class (its queue serves higher classes first).
-        this.tryAcquire = (_req, rank) => only.tryAcquire(1, rank);
-        this.acquire = (_req, signal, rank) => only.acquire(1, { signal, priority: rank });
+      // One limiter in memory: asked through the contract's template methods, by its key.
+      const only = members[0] as MemoryLimiter;
+      if (only.keyOf === undefined) {
+        this.tryAcquire = (_req, rank) => only.tryAcquireFor(undefined, 1, this.refund !== undefined, rank);
+        this.acquire = (_req, signal, rank) => only.acquireFor(undefined, 1, signal, rank);
       } else {
-        this.tryAcquire = (req, rank) => only.tryAcquire(req, 1, rank);
-        this.acquire = (req, signal, rank) => only.acquire(req, 1, { signal, priority: rank });
+        const keyOf = only as { readonly keyOf: (resource: unknown) => unknown };
+        this.tryAcquire = (req, rank) =>
+          only.tryAcquireFor(keyFor(keyOf, req), 1, this.refund !== undefined, rank);
+        // The keys are the engine's already (a KeyedResource): nothing here can throw.
+        this.acquire = (req, signal, rank) => only.acquireFor(keyFor(keyOf, req), 1, signal, rank);
         // Refundable leases only where a refund rule may ask for one (set by the engine after construction).
-        lone = (key, rank) => only.tryAcquireKey(key, 1, this.refund !== undefined, rank);
+        lone = (key, rank) => only.tryAcquireFor(key, 1, this.refund !== undefined, rank);
       }
     } else {
-      if (keyed) {
-        const chain = new ChainLimiter<unknown>(members as MemoryMember[]);
-        this.tryAcquire = (req, rank) =>
-          rank === undefined ? chain.tryAcquire(req, 1) : chain.tryAcquire(req, 1, rank);
-        this.acquire = (req, signal, rank) => chain.acquire(req, 1, { signal, priority: rank });
-      } else {
-        const chain = new ChainLimiter<void>(members as MemoryMember[]);
-        this.tryAcquire = (_req, rank) =>
-          rank === undefined ? chain.tryAcquire(1) : chain.tryAcquire(1, rank);
-        this.acquire = (_req, signal, rank) => chain.acquire(1, { signal, priority: rank });
-      }
+      // Several in memory: one synchronous all-or-nothing chain, binding each member through the contract.
+      const chain = new ChainLimiter<unknown>(members as MemoryLimiter[]);
+      this.tryAcquire = (req, rank) => chain.tryAcquireFor(req, 1, true, rank);
+      this.acquire = (req, signal, rank) => chain.acquireFor(req, 1, signal, rank);
     }
     this.tryAcquireKey = lone;
   }
@@ -182,13 +176,4 @@ export class RouteLimits {
   isGlobal(index: number): boolean {
     return index < this.globalCount;
   }
-}
-
-/**
- * Whether a member may queue. A partitioned limiter built from one spec is read through that spec; one that
- * chooses a spec per key (tiers) is assumed to, since any key's tier might.
- */
-function mayQueue(member: Member): boolean {
-  if (member instanceof RateLimiter) return member.options.queueLimit > 0;
-  return member.spec === undefined || member.spec.options.queueLimit > 0;
 }

@@ -1,5 +1,6 @@
 import type { Lease } from '../../limiters/lease.ts';
-import { isStored, type LimiterStore, MEMORY, type StoredLimiter } from '../../limiters/store.ts';
+import type { StoredLimiter } from '../../limiters/limiter.ts';
+import type { LimiterStore } from '../../limiters/store.ts';
 import type { Member } from './options.ts';
 
 /**
@@ -19,7 +20,7 @@ export interface RemoteDecider {
 
 /** Whether `member` is a remote store's limiter. */
 export function isRemote(member: Member): member is StoredLimiter {
-  return isStored(member);
+  return !member.store.sync;
 }
 
 /**
@@ -55,7 +56,7 @@ export function remoteDecider(members: readonly StoredLimiter[]): RemoteDecider 
 }
 
 function storeOf(member: Member): LimiterStore {
-  return isStored(member) ? member.store : MEMORY;
+  return member.store;
 }
 
 function describeStore(store: LimiterStore, name: string): string {
