@@ -11,15 +11,15 @@
  * (bench/timed-out-child.mjs, plain JavaScript: tsx's loader thread would be counted too) is the Express app of
  * `bench:timeouts`'s timed-out table: every handler writes LATE_MS after it ran (by `performance.now()`, not the
  * event loop's clock), after the 504 when timed out, so the write is dropped (3 s rather than 200 ms: under
- * valgrind a burst outlasts 200 ms). It takes WARM bursts of BURST
- * requests (injected BATCH at a time) to reach optimised code, then MEASURE bursts, each counted on its own: a
- * full garbage collection, `callgrind_control --zero`, the burst (until every response finished and every
- * handler's write came), `--dump`. A kind's figure is the median of its bursts. Earlier versions counted six bursts as one and gave
- * +64 000 to +147 000 instructions per request for the same code: a major collection, V8's compiler threads
- * or tsx's loader thread fell into the count or not. Now V8 runs single-threaded (its compiler and collector work
- * on the main thread, where it is counted in the burst that causes it), the memory reducer does not collect while
- * the child waits for its timers, and the median drops the burst that took a major collection. A timed-out burst
- * where any request got other than a 504 fails the run.
+ * valgrind a burst outlasts 200 ms). It takes WARM bursts of BURST requests (injected BATCH at a time) to reach
+ * optimised code, then MEASURE bursts, each counted on its own: a full garbage collection, `callgrind_control
+ * --zero`, the burst (until every response finished and every handler's write came), `--dump`. A kind's figure is
+ * the median of its bursts (a burst where a request got another status than its kind's is left out and
+ * reported; more than half of them fail the run). Earlier versions counted six bursts as one and gave +64 000 to
+ * +147 000 instructions per request for the same code: a major collection, V8's compiler threads or tsx's loader
+ * thread fell into the count or not. Now V8 runs single-threaded (its compiler and collector work on the main
+ * thread, where it is counted in the burst that causes it), the memory reducer does not collect while the child
+ * waits for its timers, and the median drops the burst that took a major collection.
  *
  * `FLOODGATE_DIST=/path/to/dist` measures another build of floodgate (an older commit's, to compare).
  *
@@ -103,20 +103,33 @@ async function collect(running: Running): Promise<void> {
   if ((await running.next()) !== 'gc') throw new Error('child did not collect');
 }
 
-/** Instructions per request of each measured burst of one child under callgrind. */
-async function instructions(kind: Kind, warm: number, measure: number): Promise<number[]> {
+/**
+ * Instructions per request of each measured burst of one child under callgrind whose every request got its
+ * kind's status, and how many bursts were left out for a stray status.
+ */
+async function instructions(
+  kind: Kind,
+  warm: number,
+  measure: number,
+): Promise<{ perBurst: number[]; strays: string[] }> {
   const dir = mkdtempSync(join(tmpdir(), 'floodgate-timedout-'));
   const running = start(kind, dir);
   if ((await running.next()) !== 'ready') throw new Error('child did not start');
   for (let i = 0; i < warm; i++) await burst(running);
   const expected = `${kind === 'in-time' ? 200 : 504}×${BURST}`;
+  const valid: boolean[] = [];
+  const strays: string[] = [];
   for (let i = 0; i < measure; i++) {
     await collect(running);
     execFileSync('callgrind_control', ['--zero', String(running.pid)], { stdio: 'ignore' });
     const { statuses } = await burst(running);
     execFileSync('callgrind_control', ['--dump', String(running.pid)], { stdio: 'ignore' });
-    if (statuses !== expected) throw new Error(`${kind}: ${statuses}, expected ${expected}`);
+    // Under valgrind on a machine at load 15-20 a few handlers of a timed-out burst answered 200 (18 of 500
+    // once): such a burst measures something else, and is left out.
+    valid.push(statuses === expected);
+    if (statuses !== expected) strays.push(statuses);
   }
+  if (strays.length > measure / 2) throw new Error(`${kind}: ${strays.join(' | ')}, expected ${expected}`);
   running.send('exit');
   await running.exited;
   const perBurst: number[] = [];
@@ -126,9 +139,9 @@ async function instructions(kind: Kind, warm: number, measure: number): Promise<
     if (dumped === undefined) throw new Error(`no callgrind dump ${i} in ${dir}`);
     const totals = /^totals: (\d+)/m.exec(readFileSync(join(dir, dumped), 'utf8'));
     if (totals === null) throw new Error(`no totals in ${join(dir, dumped)}`);
-    perBurst.push(Number(totals[1]) / BURST);
+    if (valid[i - 1]) perBurst.push(Number(totals[1]) / BURST);
   }
-  return perBurst;
+  return { perBurst, strays };
 }
 
 const k = (n: number): string => `${(n / 1000).toFixed(1)}k`;
@@ -143,12 +156,13 @@ async function main(): Promise<void> {
     const counts = new Map<Kind, number>();
     await Promise.all(
       (['in-time', 'timed-out'] as const).map(async (kind) => {
-        const perBurst = await instructions(kind, warm, measure);
+        const { perBurst, strays } = await instructions(kind, warm, measure);
         counts.set(kind, median(perBurst));
         const sorted = [...perBurst].sort((a, b) => a - b);
         process.stderr.write(
-          `run ${run + 1} ${kind}: median ${k(median(perBurst))} instructions/request over ${measure} bursts ` +
-            `(${k(sorted[0])}–${k(sorted[sorted.length - 1])}): ${perBurst.map(k).join(' ')}\n`,
+          `run ${run + 1} ${kind}: median ${k(median(perBurst))} instructions/request over ${perBurst.length} bursts ` +
+            `(${k(sorted[0])}–${k(sorted[sorted.length - 1])}): ${perBurst.map(k).join(' ')}` +
+            `${strays.length > 0 ? `; left out: ${strays.join(' | ')}` : ''}\n`,
         );
       }),
     );
