@@ -50,4 +50,19 @@ export interface Algorithm {
   isFull(s: Float64Array, o: number): boolean;
   /** A string that identifies the parameters: two algorithms with equal signatures decide alike. */
   readonly signature: string;
+  /**
+   * How a remote store runs it: which of the store's scripted twins decides, with what parameters. Only
+   * floodgate's fixed window, sliding window, token bucket and concurrency have one; an algorithm without it (a
+   * user's own, or adaptive concurrency, whose limit is learnt in one process) runs in memory only, and the Redis
+   * store refuses it when the limiter is made.
+   */
+  readonly remote?: RemoteEncoding;
+}
+
+/** An algorithm as a remote store's script decides it (see {@link Algorithm.remote}). */
+export interface RemoteEncoding {
+  /** The twin: fixed window, sliding window, stepped or continuous token bucket, concurrency. */
+  readonly twin: 'fw' | 'sw' | 'tb' | 'tc' | 'cc';
+  /** Its parameters after `limit`, in order: window; window, segments; tokens per period, period; none. */
+  readonly params: readonly number[];
 }

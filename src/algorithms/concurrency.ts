@@ -1,4 +1,4 @@
-import type { Algorithm } from './algorithm.ts';
+import type { Algorithm, RemoteEncoding } from './algorithm.ts';
 
 /** At most `permitLimit` permits held at once; a permit comes back only when its lease is released. State: `[held]`. */
 export class Concurrency implements Algorithm {
@@ -7,6 +7,7 @@ export class Concurrency implements Algorithm {
   readonly timeBased = false;
   readonly windowMs = undefined;
   readonly signature: string;
+  readonly remote: RemoteEncoding = { twin: 'cc', params: [] };
 
   constructor(readonly limit: number) {
     this.signature = `cc:${limit}`;

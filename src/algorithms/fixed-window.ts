@@ -1,4 +1,4 @@
-import type { Algorithm } from './algorithm.ts';
+import type { Algorithm, RemoteEncoding } from './algorithm.ts';
 
 /**
  * `permitLimit` permits per window; windows restart at exact multiples of `window` from t = 0.
@@ -9,12 +9,14 @@ export class FixedWindow implements Algorithm {
   readonly width = 2;
   readonly timeBased = true;
   readonly signature: string;
+  readonly remote: RemoteEncoding;
 
   constructor(
     readonly limit: number,
     readonly windowMs: number,
   ) {
     this.signature = `fw:${limit}:${windowMs}`;
+    this.remote = { twin: 'fw', params: [windowMs] };
   }
 
   init(s: Float64Array, o: number, now: number): void {

@@ -1,4 +1,4 @@
-export type { Algorithm } from './algorithm.ts';
+export type { Algorithm, RemoteEncoding } from './algorithm.ts';
 export { Concurrency } from './concurrency.ts';
 export { FixedWindow } from './fixed-window.ts';
 export { SlidingWindow } from './sliding-window.ts';

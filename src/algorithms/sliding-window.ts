@@ -1,4 +1,4 @@
-import type { Algorithm } from './algorithm.ts';
+import type { Algorithm, RemoteEncoding } from './algorithm.ts';
 
 /**
  * `permitLimit` permits in any window of `window`, cut into `segments` segments. Permits taken in a segment come
@@ -10,6 +10,7 @@ export class SlidingWindow implements Algorithm {
   readonly width: number;
   readonly timeBased = true;
   readonly signature: string;
+  readonly remote: RemoteEncoding;
   private readonly segmentMs: number;
 
   constructor(
@@ -20,6 +21,7 @@ export class SlidingWindow implements Algorithm {
     this.width = 3 + segments;
     this.segmentMs = windowMs / segments;
     this.signature = `sw:${limit}:${windowMs}:${segments}`;
+    this.remote = { twin: 'sw', params: [windowMs, segments] };
   }
 
   init(s: Float64Array, o: number, now: number): void {

@@ -1,4 +1,4 @@
-import type { Algorithm } from './algorithm.ts';
+import type { Algorithm, RemoteEncoding } from './algorithm.ts';
 
 /** How a token bucket refills: at period boundaries, or in proportion to elapsed time. */
 export type Replenishment = 'stepped' | 'continuous';
@@ -16,6 +16,7 @@ export class TokenBucket implements Algorithm {
   readonly width = 2;
   readonly timeBased = true;
   readonly signature: string;
+  readonly remote: RemoteEncoding;
   private readonly continuous: boolean;
   private readonly ratePerMs: number;
 
@@ -28,6 +29,7 @@ export class TokenBucket implements Algorithm {
     this.continuous = replenishment === 'continuous';
     this.ratePerMs = tokensPerPeriod / periodMs;
     this.signature = `tb:${limit}:${tokensPerPeriod}:${periodMs}:${replenishment}`;
+    this.remote = { twin: this.continuous ? 'tc' : 'tb', params: [tokensPerPeriod, periodMs] };
   }
 
   get windowMs(): number {

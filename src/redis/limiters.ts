@@ -299,11 +299,19 @@ export function checkSpec(where: string, spec: unknown): asserts spec is Limiter
     s === null ||
     typeof s !== 'object' ||
     typeof s.signature !== 'string' ||
-    typeof s.algorithm !== 'object' ||
-    !['fixed-window', 'sliding-window', 'token-bucket', 'concurrency'].includes(s.algorithm.kind)
+    s.algorithm === null ||
+    typeof s.algorithm !== 'object'
   ) {
     throw new TypeError(
       `${where} must be a limiter (fixedWindow(...), slidingWindow(...), tokenBucket(...), concurrency(...)); got ${describe(spec)}`,
+    );
+  }
+  // The script runs only the algorithms that say how (see Algorithm.remote): asked by what they say, not their class.
+  if (s.algorithm.remote === undefined) {
+    const adaptive =
+      s.algorithm.kind === 'concurrency' ? ' (adaptiveConcurrency() learns its limit in one process)' : '';
+    throw new TypeError(
+      `${where}: a Redis store cannot run algorithm ${JSON.stringify(s.algorithm.kind)}${adaptive}; it runs fixedWindow(...), slidingWindow(...), tokenBucket(...) and concurrency(...), and a limiter of your own in memory only`,
     );
   }
   // Sent with every call as they are now: a later setLimit on them could not reach Redis.

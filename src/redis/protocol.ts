@@ -1,7 +1,4 @@
 import type { Algorithm } from '../algorithms/algorithm.ts';
-import { FixedWindow } from '../algorithms/fixed-window.ts';
-import { SlidingWindow } from '../algorithms/sliding-window.ts';
-import { TokenBucket } from '../algorithms/token-bucket.ts';
 
 /** The operations of the decision script (see `lua/decide.ts`). */
 export type Op = 't' | 'w' | 'p' | 'x' | 'n' | 'r';
@@ -25,7 +22,8 @@ export interface MemberCall {
 /**
  * A limiter's settings as the script reads them: `kind:limit:p1:p2:countRejected:ttlPad:leaseTtl`. Constant per
  * limiter, so it is built once and sent as one argument. `ttlPad`: milliseconds of TTL added to the state's own
- * (large with a test clock, whose time is not Redis's).
+ * (large with a test clock, whose time is not Redis's). The twin and its parameters are what the algorithm says
+ * of itself ({@link Algorithm.remote}), so the store never asks which class it is.
  */
 export function specText(
   algorithm: Algorithm,
@@ -33,27 +31,12 @@ export function specText(
   pad: number,
   leaseTtl: number,
 ): string {
-  const a = algorithm;
-  let kind: string;
-  let p1 = '';
-  let p2 = '';
-  if (a instanceof FixedWindow) {
-    kind = 'fw';
-    p1 = String(a.windowMs);
-  } else if (a instanceof SlidingWindow) {
-    kind = 'sw';
-    p1 = String(a.windowMs);
-    p2 = String(a.segments);
-  } else if (a instanceof TokenBucket) {
-    kind = a.replenishment === 'continuous' ? 'tc' : 'tb';
-    p1 = String(a.tokensPerPeriod);
-    p2 = String(a.periodMs);
-  } else if (a.kind === 'concurrency') {
-    kind = 'cc';
-  } else {
-    throw new TypeError(`floodgate/redis: no Lua twin for algorithm ${JSON.stringify(a.kind)}`);
+  const remote = algorithm.remote;
+  if (remote === undefined) {
+    throw new TypeError(`floodgate/redis: no Lua twin for algorithm ${JSON.stringify(algorithm.kind)}`);
   }
-  return `${kind}:${a.limit}:${p1}:${p2}:${countRejected ? 1 : 0}:${pad}:${leaseTtl}`;
+  const [p1 = '', p2 = ''] = remote.params;
+  return `${remote.twin}:${algorithm.limit}:${p1}:${p2}:${countRejected ? 1 : 0}:${pad}:${leaseTtl}`;
 }
 
 /**

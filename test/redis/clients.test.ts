@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Redis } from 'ioredis';
-import { fixedWindow, tokenBucket } from '../../src/index.ts';
+import { adaptiveConcurrency, fixedWindow, tokenBucket } from '../../src/index.ts';
 import { redisStore } from '../../src/redis/index.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { clients } from './clients.ts';
@@ -117,6 +117,38 @@ test('bad options are TypeErrors naming the option and the value', () => {
     /key must be a function/,
   );
   assert.throws(() => store.chain(), /needs at least one limiter/);
+});
+
+test('a spec whose algorithm Redis has no script for is a TypeError at construction, naming it', async () => {
+  const store = redisStore({ client: { evalsha() {}, eval() {} } as never });
+  const fw = fixedWindow({ permitLimit: 1, window: 1000 });
+  // A user's own algorithm, even one that calls itself a fixed window, is not floodgate's fixed window.
+  const mine = {
+    algorithm: {
+      kind: 'fixed-window',
+      width: 2,
+      limit: 1,
+      timeBased: true,
+      windowMs: 1000,
+      signature: 'mine',
+    },
+    options: fw.options,
+    signature: 'mine',
+  } as never;
+  const cannot = /a Redis store cannot run algorithm "fixed-window"; .*fixedWindow/;
+  assert.throws(
+    () => store.limiter(mine, { name: 'x' }),
+    (e) => e instanceof TypeError && /^store.limiter/.test(e.message) && cannot.test(e.message),
+  );
+  assert.throws(() => store.partitioned({ name: 'p', key: (k: string) => k, limiter: mine }), cannot);
+  // Adaptive concurrency learns its limit in one process: Redis would run it as a fixed one.
+  assert.throws(
+    () => store.limiter(adaptiveConcurrency({}), { name: 'a' }),
+    /store.limiter: a Redis store cannot run algorithm "concurrency" \(adaptiveConcurrency/,
+  );
+  // Chosen per key, it is checked when the key is first seen.
+  const tiers = store.partitioned({ name: 't', key: (k: string) => k, limiter: () => mine });
+  await assert.rejects(tiers.tryAcquire('k'), /store.partitioned: limiter\("k"\): a Redis store cannot run/);
 });
 
 test('tiers per key, and the optional blocked cache answers a rejected key locally until it may pass', async () => {
