@@ -18,9 +18,36 @@ export interface DecisionHost {
   answeredLate(d: Decision, reply: string): void;
 }
 
-/** One decision in flight: its request for the dispatcher, and its promise's settlement. */
+/** What one decision asks and how its promise settles, by name: the fields of a {@link Decision}. */
+export interface DecisionFields {
+  /** The engine that asked it, which encodes its arguments and reads the reply. */
+  readonly host: DecisionHost;
+  readonly binding: Binding;
+  /** `'t'` a try (charges a rejection when `countRejected`), `'w'` a queued attempt (never does). */
+  readonly op: 't' | 'w';
+  readonly permits: number;
+  /** The rejection reason its lease carries when refused. */
+  readonly reason: string;
+  /** `"<permits>:<id>"` when a member holds concurrency permits, else ''. */
+  readonly leaseId: string;
+  /** Local waiters are ahead of it (oldest-first): it may not overtake them. */
+  readonly blockedFirst: boolean;
+  /** The clock as the script should read it, taken when the decision was asked ('' is Redis's own). */
+  readonly now: string;
+  /** Its members' key in the blocked cache, or '' when the cache is off. */
+  readonly cacheKey: string;
+  /** Settle with the lease alone (`tryAcquire`) instead of the whole {@link Decided}. */
+  readonly asLease: boolean;
+  readonly resolve: (value: Decided | Lease) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * One decision in flight: its request for the dispatcher, and its promise's settlement. Made by
+ * {@link Decision.of} from named fields; the constructor is private.
+ */
 export class Decision implements Request {
-  constructor(
+  private constructor(
     private readonly engine: DecisionHost,
     readonly binding: Binding,
     readonly op: 't' | 'w',
@@ -28,13 +55,30 @@ export class Decision implements Request {
     readonly reason: string,
     readonly leaseId: string,
     private readonly blockedFirst: boolean,
-    /** The clock as the script should read it, taken when the decision was asked. */
     private readonly now: string,
     readonly cacheKey: string,
     private readonly asLease: boolean,
     private readonly resolve: (value: Decided | Lease) => void,
     private readonly reject: (error: unknown) => void,
   ) {}
+
+  /** The decision `f` describes (a named factory, as the leases have). */
+  static of(f: DecisionFields): Decision {
+    return new Decision(
+      f.host,
+      f.binding,
+      f.op,
+      f.permits,
+      f.reason,
+      f.leaseId,
+      f.blockedFirst,
+      f.now,
+      f.cacheKey,
+      f.asLease,
+      f.resolve,
+      f.reject,
+    );
+  }
 
   /** A decision that may be granted a concurrency permit: a reply after its deadline releases what it granted. */
   get late(): ((reply: string) => void) | undefined {

@@ -133,20 +133,20 @@ export class Engine implements DecisionHost {
       }
     }
     return new Promise((resolve, reject) => {
-      const decision = new Decision(
-        this,
+      const decision = Decision.of({
+        host: this,
         binding,
         op,
         permits,
         reason,
         leaseId,
         blockedFirst,
-        this.now(),
+        now: this.now(),
         cacheKey,
         asLease,
         resolve,
         reject,
-      );
+      });
       this.dispatcher.send(decision);
     });
   }

@@ -8,6 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import * as algorithms from '../../src/algorithms/index.ts';
 import * as core from '../../src/index.ts';
 import * as redis from '../../src/redis/index.ts';
 
@@ -20,14 +21,21 @@ function sources(dir: string): string[] {
 }
 
 // Every class floodgate's limiter entry points export (limiters, chains, leases), whatever it is named.
-const classes = [...Object.entries(core), ...Object.entries(redis)]
+const classes = [...Object.entries(core), ...Object.entries(redis), ...Object.entries(algorithms)]
   .filter(
     ([, value]) => typeof value === 'function' && /^class\b/.test(Function.prototype.toString.call(value)),
   )
   .map(([name]) => name);
 
 test('the list of limiter classes is not empty (the check below can fail)', () => {
-  for (const name of ['RateLimiter', 'PartitionedLimiter', 'ChainLimiter', 'ChainLease', 'Lease'])
+  for (const name of [
+    'RateLimiter',
+    'PartitionedLimiter',
+    'ChainLimiter',
+    'ChainLease',
+    'Lease',
+    'FixedWindow',
+  ])
     assert.ok(classes.includes(name), name);
 });
 
@@ -83,4 +91,26 @@ test('a lease is immutable: its fields are read-only and it is made by named fac
   assert.equal(granted.metadata.fallback, true);
   assert.equal(granted.holdsPermits, false);
   assert.equal(granted.members, undefined);
+});
+
+test('the Redis protocol encodes an algorithm by what it says of itself, not by its class', () => {
+  const file = 'src/redis/protocol.ts';
+  const text = readFileSync(join(root, file), 'utf8');
+  const offenders = [...text.matchAll(/\binstanceof\s+([A-Za-z_$][\w$]*)/g)]
+    .filter(([, name]) => classes.includes(name))
+    .map(([match]) => `${file}: ${match}`);
+  assert.deepEqual(offenders, []);
+});
+
+test('a Redis decision is built from named fields (Decision.of), never from a positional list outside its file', () => {
+  const offenders = sources('src/redis')
+    .filter((file) => !file.endsWith('decision.ts'))
+    .flatMap((file) =>
+      [...readFileSync(join(root, file), 'utf8').matchAll(/\bnew\s+Decision\s*\(/g)].map(
+        ([match]) => `${file}: ${match}`,
+      ),
+    );
+  assert.deepEqual(offenders, []);
+  // Its constructor is private, so the compiler refuses a positional call anywhere else too.
+  assert.match(readFileSync(join(root, 'src/redis/decision.ts'), 'utf8'), /\bprivate constructor\(/);
 });
