@@ -124,11 +124,12 @@ export class Flow<H> {
     ) {
       setLimitHeaders(options, decision.route, decision.resource, lease, h, answers.header);
     }
-    if (decision.heldSince < 0 && !decision.refundable) return;
+    const refundable = decision.refundable;
+    if (decision.heldSince < 0 && !refundable) return;
     const res = answers.node(h);
     if (res === undefined) return; // the adapter watches what its runtime offers
     holdUntilEnd(engine, res, decision);
-    if (decision.refundable) refundWhenDone(engine, request, response, res, decision);
+    if (refundable) refundWhenDone(engine, request, response, res, decision);
   }
 
   #reject(decision: Decision, request: unknown, response: unknown, h: H): Verdict | Promise<Verdict> {

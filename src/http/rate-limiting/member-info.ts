@@ -30,9 +30,13 @@ export class MemberInfo {
   lastPk = '';
   /** Its `RateLimit-Policy` item, or `''` before the first request. */
   lastPolicy = '';
-  /** The last `t` in seconds and its `;t=…` parameter. */
+  /** The last `t` in seconds (-1: none), and `;t=…;pk=:…:` built from it and {@link lastSuffixPk}. */
   lastResetSeconds = -1;
-  lastT = '';
+  lastSuffixPk = '';
+  lastSuffix = '';
+  /** The last `RateLimit` item, built from {@link lastRemaining} and {@link lastSuffix} (`''`: none yet). */
+  lastRemaining = -1;
+  lastLimit = '';
   /** Partitions alive when the `partitions` metric last counted them. */
   knownSize = 0;
 

@@ -98,19 +98,28 @@ function remember(info: MemberInfo, key: string | undefined, options: ResolvedOp
   info.limitChanges = changes;
 }
 
-/** `"name";r=…;t=…;pk=:…:` of the member `remember` last saw. */
+/**
+ * `"name";r=…;t=…;pk=:…:` of the member `remember` last saw. `;t=…;pk=:…:` is kept as one string (built again
+ * when `t` or the key changes), so a value is two concatenations; and a value equal to the last one (a hot key
+ * rejected again, a bucket at the same level) is the last string itself: Node validates a header value with a
+ * regular expression, which must first flatten a freshly concatenated string.
+ */
 function limitItem(info: MemberInfo, own: Lease): string {
   const reset = own.resetAfterMs;
-  let t = '';
-  if (reset !== undefined && Number.isFinite(reset)) {
-    const seconds = integer(Math.ceil(reset / 1000));
-    if (seconds !== info.lastResetSeconds) {
-      info.lastResetSeconds = seconds;
-      info.lastT = `;t=${seconds}`;
-    }
-    t = info.lastT;
+  let seconds = -1;
+  if (reset !== undefined && Number.isFinite(reset)) seconds = integer(Math.ceil(reset / 1000));
+  const pk = info.lastPk;
+  if (seconds !== info.lastResetSeconds || pk !== info.lastSuffixPk) {
+    info.lastResetSeconds = seconds;
+    info.lastSuffixPk = pk;
+    info.lastSuffix = seconds < 0 ? pk : `;t=${seconds}${pk}`;
+    info.lastLimit = '';
   }
-  return info.remainingPrefix + integer(own.remaining) + t + info.lastPk;
+  const remaining = integer(own.remaining);
+  if (remaining === info.lastRemaining && info.lastLimit !== '') return info.lastLimit;
+  info.lastRemaining = remaining;
+  info.lastLimit = info.remainingPrefix + remaining + info.lastSuffix;
+  return info.lastLimit;
 }
 
 /** A Structured Field integer: 0 to 15 digits. */
