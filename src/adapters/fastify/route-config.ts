@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { RateLimiting } from '../../http/rate-limiting/engine.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
 import type { RouteMetrics } from '../../http/rate-limiting/route-metrics.ts';
+import { routeConfigOf } from './route-context.ts';
 
 /** A Fastify route's rate-limiting setting: read from its `config`, validated once, kept on the config object. */
 
@@ -61,18 +62,7 @@ export function limitsOf(
   return limits;
 }
 
-// `request.routeOptions` builds a fresh object on every read; the route's config object itself sits under
-// Fastify's context symbol (as in the timeouts plugin). Found once by its description, with the getter as fallback.
-let kRouteContext: symbol | null | undefined;
-
+/** The route's config, where its `rateLimiting` setting is. */
 export function routeConfig(request: FastifyRequest): LimitedConfig | undefined {
-  if (kRouteContext === undefined) {
-    kRouteContext =
-      Object.getOwnPropertySymbols(request).find((s) => s.description === 'fastify.context') ?? null;
-  }
-  const context =
-    kRouteContext === null
-      ? undefined
-      : (request as unknown as Record<symbol, { config?: unknown }>)[kRouteContext];
-  return (context?.config ?? request.routeOptions.config) as LimitedConfig | undefined;
+  return routeConfigOf(request) as LimitedConfig | undefined;
 }

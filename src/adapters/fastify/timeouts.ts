@@ -6,6 +6,7 @@ import type { RequestTimeoutsOptions } from '../../http/timeouts/options.ts';
 import { isAbortReason } from '../../http/timeouts/reasons.ts';
 import { attachRequestTimeout } from '../../http/timeouts/registry.ts';
 import type { RouteTimeout, TimeoutRouteSetting } from '../../http/timeouts/route.ts';
+import { routeConfigOf } from './route-context.ts';
 import { checkSiblingAtReady } from './sibling-check.ts';
 
 export type { RequestTimeout } from '../../http/timeouts/context.ts';
@@ -83,20 +84,8 @@ function dropLateSends(reply: FastifyReply): void {
   };
 }
 
-// `request.routeOptions` builds a fresh object on every read; the route's config object itself sits under
-// Fastify's context symbol. Found once by its description, with the public getter as the fallback.
-let kRouteContext: symbol | null | undefined;
-
 function routeConfig(request: FastifyRequest): TimedConfig {
-  if (kRouteContext === undefined) {
-    kRouteContext =
-      Object.getOwnPropertySymbols(request).find((s) => s.description === 'fastify.context') ?? null;
-  }
-  const context =
-    kRouteContext === null
-      ? undefined
-      : (request as unknown as Record<symbol, { config?: unknown }>)[kRouteContext];
-  return (context?.config ?? request.routeOptions.config) as TimedConfig;
+  return routeConfigOf(request) as TimedConfig;
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
