@@ -32,6 +32,10 @@ const HOT = process.env.HOT === '1';
 const POLICY = '"global";q=1000000000;w=60;pk=:FMmnE8mMBfgjUa2D:';
 const LIMIT_FIELD = '"global";r=999999999;t=60;pk=:FMmnE8mMBfgjUa2D:';
 const LIMIT = HOT ? 100 : 1_000_000_000;
+// 'fields per request, no limiter': the same two fields, `RateLimit` built per request as any limiter must (its
+// remaining count changes with every request), with no decision behind it: what correct fields cost at least.
+let fieldCount = LIMIT;
+const builtField = (): string => `"global";r=${--fieldCount};t=60;pk=:FMmnE8mMBfgjUa2D:`;
 
 async function variants(): Promise<Variant[]> {
   const express = (await import('express')).default;
@@ -68,13 +72,22 @@ async function variants(): Promise<Variant[]> {
     app.get('/', (c) => c.text('ok'));
     return createAdaptorServer({ fetch: app.fetch }) as http.Server;
   };
-  const fastifyApp = async (extra: 'none' | 'floodgate' | 'usual' | 'no-op hook' | 'two fields') => {
+  const fastifyApp = async (
+    extra: 'none' | 'floodgate' | 'usual' | 'no-op hook' | 'two fields' | 'built fields',
+  ) => {
     const app = Fastify();
     if (extra === 'no-op hook') app.addHook('onRequest', (_request, _reply, done) => done());
     if (extra === 'two fields') {
       app.addHook('onRequest', (_request, reply, done) => {
         reply.header('RateLimit-Policy', POLICY);
         reply.header('RateLimit', LIMIT_FIELD);
+        done();
+      });
+    }
+    if (extra === 'built fields') {
+      app.addHook('onRequest', (_request, reply, done) => {
+        reply.header('RateLimit-Policy', POLICY);
+        reply.header('RateLimit', builtField());
         done();
       });
     }
@@ -165,6 +178,18 @@ async function variants(): Promise<Variant[]> {
     },
     {
       framework: 'node',
+      name: 'fields per request, no limiter',
+      start: () =>
+        listen(
+          http.createServer((req, res) => {
+            res.setHeader('RateLimit-Policy', POLICY);
+            res.setHeader('RateLimit', builtField());
+            nodeHandler(req, res);
+          }),
+        ),
+    },
+    {
+      framework: 'node',
       name: 'floodgate',
       start: () => listen(http.createServer(floodgate.node.rateLimiting({ global: global() })(nodeHandler))),
     },
@@ -201,6 +226,18 @@ async function variants(): Promise<Variant[]> {
     },
     {
       framework: 'express',
+      name: 'fields per request, no limiter',
+      start: () =>
+        listen(
+          expressApp((_req: unknown, res: http.ServerResponse, next: () => void) => {
+            res.setHeader('RateLimit-Policy', POLICY);
+            res.setHeader('RateLimit', builtField());
+            next();
+          }),
+        ),
+    },
+    {
+      framework: 'express',
       name: 'floodgate',
       start: () => listen(expressApp(floodgate.express.rateLimiting({ global: global() }))),
     },
@@ -222,6 +259,11 @@ async function variants(): Promise<Variant[]> {
     { framework: 'fastify', name: 'bare', start: () => fastifyApp('none') },
     { framework: 'fastify', name: 'no-op hook', start: () => fastifyApp('no-op hook') },
     { framework: 'fastify', name: 'two fields, no limiter', start: () => fastifyApp('two fields') },
+    {
+      framework: 'fastify',
+      name: 'fields per request, no limiter',
+      start: () => fastifyApp('built fields'),
+    },
     { framework: 'fastify', name: 'floodgate', start: () => fastifyApp('floodgate') },
     { framework: 'fastify', name: '@fastify/rate-limit', start: () => fastifyApp('usual') },
     { framework: 'hono', name: 'bare', start: () => listen(honoApp()) },
@@ -236,6 +278,19 @@ async function variants(): Promise<Variant[]> {
             const outgoing = (c.env as { outgoing: http.ServerResponse }).outgoing;
             outgoing.setHeader('RateLimit-Policy', POLICY);
             outgoing.setHeader('RateLimit', LIMIT_FIELD);
+            return next();
+          }),
+        ),
+    },
+    {
+      framework: 'hono',
+      name: 'fields per request, no limiter',
+      start: () =>
+        listen(
+          honoApp((c, next) => {
+            const outgoing = (c.env as { outgoing: http.ServerResponse }).outgoing;
+            outgoing.setHeader('RateLimit-Policy', POLICY);
+            outgoing.setHeader('RateLimit', builtField());
             return next();
           }),
         ),
