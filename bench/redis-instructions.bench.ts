@@ -23,6 +23,7 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import type { Op } from '../src/redis/protocol.ts';
 import { RAW_FIXED_WINDOW } from './redis-raw.ts';
 
 const here = new URL('..', import.meta.url).pathname.replace(/\/$/, '');
@@ -61,18 +62,28 @@ const LIMIT = 1_000_000_000;
 const FW = `fw:${LIMIT}:60000::0:1000:30000`;
 const TB = `tb:${LIMIT}:${LIMIT}:60000:0:1000:30000`;
 const CC = `cc:${LIMIT}:::0:1000:30000`;
-/** Per row, one decision's keys and arguments (the protocol's short forms, see src/redis/protocol.ts). */
-const ROWS: Record<string, (key: string, id: string) => [string[], string[]]> = {
-  fixedWindow: (k) => [[k], [FW]],
-  slidingWindow: (k) => [[k], [`sw:${LIMIT}:60000:6:0:1000:30000`]],
-  tokenBucket: (k) => [[k], [TB]],
+/** One request of a row: op, permits, and its members' keys, specs and lease ('' none). */
+type Req = { op: Op; permits: number; members: { key: string; spec: string; lease: string }[] };
+/** Per row, one decision's requests (each checkout encodes them with its own src/redis/protocol.ts). */
+const ROWS: Record<string, (key: string, id: string) => Req[]> = {
+  fixedWindow: (k) => [{ op: 't', permits: 1, members: [{ key: k, spec: FW, lease: '' }] }],
+  slidingWindow: (k) => [
+    { op: 't', permits: 1, members: [{ key: k, spec: `sw:${LIMIT}:60000:6:0:1000:30000`, lease: '' }] },
+  ],
+  tokenBucket: (k) => [{ op: 't', permits: 1, members: [{ key: k, spec: TB, lease: '' }] }],
   'concurrency (+ release)': (k, id) => [
-    [k, k],
-    ['t', '1', '1', '', CC, '', '0', `1:${id}`, 'x', '0', '1', '', CC, '', '0', `1:${id}`],
+    { op: 't', permits: 1, members: [{ key: k, spec: CC, lease: `1:${id}` }] },
+    { op: 'x', permits: 0, members: [{ key: k, spec: CC, lease: `1:${id}` }] },
   ],
   'chain of 2 (fixed window, bucket)': (k) => [
-    [`${k}:a`, `${k}:b`],
-    ['B', '2', FW, TB],
+    {
+      op: 't',
+      permits: 1,
+      members: [
+        { key: `${k}:a`, spec: FW, lease: '' },
+        { key: `${k}:b`, spec: TB, lease: '' },
+      ],
+    },
   ],
 };
 
@@ -172,13 +183,20 @@ async function measure(call: (i: number) => string[], n: number, per: number): P
 }
 
 try {
-  const libs: { root: string; fn: string }[] = [];
+  const libs: {
+    root: string;
+    fn: string;
+    encode: typeof import('../src/redis/protocol.ts').encodeRequest;
+  }[] = [];
   for (const root of roots) {
     const { DECIDE_SCRIPT } = (await import(
       `${root}/src/redis/script.ts`
     )) as typeof import('../src/redis/script.ts');
+    const { encodeRequest } = (await import(
+      `${root}/src/redis/protocol.ts`
+    )) as typeof import('../src/redis/protocol.ts');
     await client.call('FUNCTION', 'LOAD', 'REPLACE', DECIDE_SCRIPT.library);
-    libs.push({ root, fn: DECIDE_SCRIPT.fn });
+    libs.push({ root, fn: DECIDE_SCRIPT.fn, encode: encodeRequest });
   }
   const rawSha = String(await client.script('LOAD', RAW_FIXED_WINDOW));
   const raw = await measure((i) => ['EVALSHA', rawSha, '1', `raw:${i % 200}`, '60000'], 2000, 1);
@@ -192,13 +210,16 @@ try {
           const args: string[] = [];
           let requests = 0;
           for (let d = 0; d < 64; d++) {
-            const [k, a] = decision(
+            const reqs = decision(
               `fg${libs.indexOf(lib)}:${row.slice(0, 2)}:{k${(i * 64 + d) % 200}}`,
               `L${i}.${d}`,
             );
-            keys.push(...k);
-            args.push(...a);
-            requests += row.startsWith('concurrency') ? 2 : 1;
+            for (const q of reqs) {
+              for (const m of q.members) keys.push(m.key);
+              const calls = q.members.map((m) => ({ ...m, origin: '', blocked: false }));
+              lib.encode(args, q.op, q.permits, '', calls);
+              requests++;
+            }
           }
           return ['FCALL', lib.fn, String(keys.length), ...keys, String(requests), ...args];
         },
