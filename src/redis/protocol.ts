@@ -45,6 +45,8 @@ export function specText(
  * a short form: `T|W, permits, now, spec` for one member, `C|D, permits, now, members, spec…` for a chain —
  * half the arguments or fewer, which both ioredis and Redis pay for one by one; shortest, for a try of one
  * permit on Redis's clock, the spec alone (every op is one letter, a spec is longer) and `B, members, spec…`.
+ * A lone concurrency lease with no origin, not blocked: `K|Q, permits, now, spec, lease` to acquire (`t`/`w`),
+ * `X|N, now, spec, lease` to release or renew.
  */
 export function encodeRequest(
   out: string[],
@@ -61,6 +63,19 @@ export function encodeRequest(
     else out.push(op === 't' ? 'C' : 'D', String(permits), now, String(members.length));
     for (const m of members) out.push(m.spec);
     return;
+  }
+  if (members.length === 1 && members[0].lease !== '' && members[0].origin === '' && !members[0].blocked) {
+    // A lone concurrency lease: `K|Q, permits, now, spec, lease` acquired, `X|N, now, spec, lease` released or
+    // renewed (8 arguments in the general form).
+    const m = members[0];
+    if (op === 't' || op === 'w') {
+      out.push(op === 't' ? 'K' : 'Q', String(permits), now, m.spec, m.lease);
+      return;
+    }
+    if (op === 'x' || op === 'n') {
+      out.push(op === 'x' ? 'X' : 'N', now, m.spec, m.lease);
+      return;
+    }
   }
   out.push(op, String(permits), String(members.length), now);
   for (const m of members) out.push(m.spec, m.origin, m.blocked ? '1' : '0', m.lease);

@@ -162,3 +162,33 @@ test('a held lease is renewed while held, so a long holder keeps its permit', as
   await new Promise((r) => setTimeout(r, 20));
   assert.ok((await limiter.tryAcquire()).granted, '(await limiter.tryAcquire()).granted');
 });
+
+test("a concurrency key keeps an expiry at least a lease's: new, with live leases, and after dead ones were removed", async () => {
+  const name = uniqueName();
+  const key = `floodgate:{${name}}`;
+  const limiter = store.limiter(concurrency({ permitLimit: 3 }), { name });
+  // Leases written as another holder would have (scored by their expiry on Redis's clock): one long dead.
+  await client.zadd(key, 1, '1:dead');
+  const first = await limiter.tryAcquire();
+  assert.equal(first.remaining, 2, 'the dead lease does not count');
+  assert.equal(await client.zscore(key, '1:dead'), null, 'and is removed');
+  const made = await client.pttl(key);
+  assert.ok(
+    made > 25_000,
+    `the key, gone with the dead lease and made again, expires with the lease: ${made}`,
+  );
+  // Another holder's live lease whose key expiry is too short: lengthened; a longer one: kept.
+  const [seconds] = await client.time();
+  await client.zadd(key, (Number(seconds) + 3600) * 1000, '1:other');
+  await client.pexpire(key, 50);
+  const second = await limiter.tryAcquire();
+  assert.equal(second.remaining, 0, 'two of ours and the other holder');
+  assert.ok((await client.pttl(key)) > 25_000, 'lengthened to a lease');
+  second.release();
+  await client.pexpire(key, 7_200_000);
+  const third = await limiter.tryAcquire();
+  assert.ok(third.granted, 'third.granted');
+  assert.ok((await client.pttl(key)) > 7_000_000, 'a longer expiry is kept');
+  first.release();
+  third.release();
+});

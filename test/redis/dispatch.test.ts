@@ -165,7 +165,7 @@ test('a call past its deadline fails its decisions with StoreUnavailableError; a
   );
 });
 
-test('the common request goes in short form (one argument per member); anything else in full', () => {
+test('the common request goes in short form (one argument per member, a lone lease in 4–5); anything else in full', () => {
   const lone = { key: 'k', spec: 'fw:5:1000::0:1000:30000', origin: '', blocked: false, lease: '' };
   const args: string[] = [];
   encodeRequest(args, 't', 2, '', [lone]);
@@ -178,7 +178,41 @@ test('the common request goes in short form (one argument per member); anything 
   };
   assert.deepEqual(full('t', [{ ...lone, origin: '5' }]), ['t', '1', '1', ''], 'an origin');
   assert.deepEqual(full('w', [{ ...lone, blocked: true }]), ['w', '1', '1', ''], 'blocked');
-  assert.deepEqual(full('t', [{ ...lone, lease: '1:a' }]), ['t', '1', '1', ''], 'a lease');
+  assert.deepEqual(
+    full('t', [{ ...lone, lease: '1:a', origin: '5' }]),
+    ['t', '1', '1', ''],
+    'a lease, an origin',
+  );
+  const leases: string[] = [];
+  const leased = { ...lone, lease: '1:a' };
+  encodeRequest(leases, 't', 1, '', [leased]);
+  encodeRequest(leases, 'w', 2, '9', [leased]);
+  encodeRequest(leases, 'x', 0, '', [leased]);
+  encodeRequest(leases, 'n', 0, '9', [leased]);
+  assert.deepEqual(
+    leases,
+    [
+      'K',
+      '1',
+      '',
+      lone.spec,
+      '1:a',
+      'Q',
+      '2',
+      '9',
+      lone.spec,
+      '1:a',
+      'X',
+      '',
+      lone.spec,
+      '1:a',
+      'N',
+      '9',
+      lone.spec,
+      '1:a',
+    ],
+    'a lone lease acquired, waited for, released, renewed: in short',
+  );
   assert.deepEqual(full('p', [lone]), ['p', '1', '1', ''], 'a peek');
   assert.deepEqual(full('t', [lone, { ...lone, lease: '1:a' }]), ['t', '1', '2', ''], 'a chain with a lease');
   const chain: string[] = [];

@@ -30,4 +30,42 @@ local function holdLease(key, lease, expiry, ttl)
   call('ZADD', key, num(expiry), lease)
   if call('PTTL', key) < ttl then call('PEXPIRE', key, ttl) end
 end
+
+-- A lone concurrency member tried (op 't' or 'w', short form \`K|Q\`): what \`member\`, \`decide\` and
+-- \`holdLease\` do for it, with fewer commands. The leases read with their scores in one \`ZRANGE\` (the dead
+-- ones, scored at or before now, counted out and removed only when there are some, instead of a
+-- \`ZREMRANGEBYSCORE\` every time), and the key's expiry lengthened by \`PEXPIRE … GT\` (Redis >= 7: what \`PTTL\`
+-- then \`PEXPIRE\` do, in one command) or, with no live lease (a new key, with no expiry for GT to compare, or one gone with its dead leases), by
+-- \`PEXPIRE\`. Answers as \`decide\` does.
+local function leaseTry(c, key, blocked, lease, op, permits, now)
+  local entries = call('ZRANGE', key, 0, -1, 'WITHSCORES')
+  local held, live, dead = 0, 0, false
+  for i = 1, #entries, 2 do
+    if tonumber(entries[i + 1]) <= now then dead = true
+    else
+      held = held + tonumber(match(entries[i], '^(%d+)'))
+      live = live + 1
+    end
+  end
+  if dead then call('ZREMRANGEBYSCORE', key, '-inf', num(now)) end
+  local limit = c.limit
+  local need = permits
+  if need == 0 then need = 1 end
+  if limit - held >= need and (permits == 0 or not blocked) then
+    if permits == 0 then return '1,' .. num(limit - held) .. ',' end
+    held = held + permits
+    local ttl = c.leaseTtl + c.pad
+    call('ZADD', key, num(now + c.leaseTtl), lease)
+    if live == 0 then call('PEXPIRE', key, ttl)
+    elseif SPECULATE then call('PEXPIRE', key, ttl, 'GT')
+    elseif call('PTTL', key) < ttl then call('PEXPIRE', key, ttl) end
+    return '1,' .. num(max(0, limit - held)) .. ','
+  end
+  local retry = 0
+  if limit - held < need then retry = 0 / 0 end
+  local reset = 0
+  if held ~= 0 then reset = 0 / 0 end
+  retry = num(retry)
+  return '0,1,' .. retry .. ',' .. retry .. ',' .. num(max(0, limit - held)) .. ',' .. num(reset)
+end
 `;

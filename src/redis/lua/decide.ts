@@ -10,7 +10,8 @@
  * - the common request in short, members with origin '', not blocked, no lease (arguments cost time at both
  *   ends): one member `T|W, permits, now, spec` (`t`/`w`); a chain `C|D, permits, now, members, spec…`; and
  *   shortest, a try of one permit on Redis's clock: `spec` alone for one member (every op is one letter),
- *   `B, members, spec…` for a chain.
+ *   `B, members, spec…` for a chain. A lone concurrency lease (no origin, not blocked): `K|Q, permits, now, spec,
+ *   lease` acquired (`t`/`w`), `X|N, now, spec, lease` released or renewed (`x`/`n`).
  * - ops: `t` try (a rejection is charged when `countRejected`), `w` a queued attempt (never charged), `p` peek
  *   (available permits, read-only), `x` release a concurrency lease, `n` renew one (these two touch only the
  *   lease's own entry, in `decideBatch`), `r` refund a time-based grant (each member's `lease` is the grant's
@@ -64,7 +65,10 @@ TRY.fw, TRY.sw, TRY.tb, TRY.tc = fixedWindowTry, singleTry, tokenBucketTry, toke
 local function lone(c, key, origin, blocked, lease, op, permits, now)
   local try = c.try
   -- A concurrency member: its lease written by \`decide\` itself, nothing else to write.
-  if not try then return decide(op, permits, { member(c, key, origin, blocked, lease, now, false) }, now) end
+  if not try then
+    if origin == '' then return leaseTry(c, key, blocked, lease, op, permits, now) end
+    return decide(op, permits, { member(c, key, origin, blocked, lease, now, false) }, now)
+  end
   -- (knownState and remember written out: a call each is a twentieth of a decision.)
   local raw = SPECULATE and known[key]
   if raw then
@@ -103,10 +107,23 @@ local function decideBatch(KEYS, ARGV)
   local requests = int(ARGV[1])
   for r = 1, requests do
     local op = ARGV[argi]
-    local permits, at, short, chain, count
+    local permits, at, short, chain, count, lone1, leaseArgs
     if #op > 1 then
       -- The spec alone: a lone try of one permit on Redis's clock.
       op, permits, at, short = 't', 1, '', true
+    elseif op == 'K' or op == 'Q' or op == 'X' or op == 'N' then
+      -- A lone concurrency lease: acquired (\`K\` a try, \`Q\` a queued attempt: \`permits, now, spec, lease\`), or
+      -- released / renewed (\`X\` / \`N\`: \`now, spec, lease\`).
+      if op == 'K' or op == 'Q' then
+        permits, at, lone1 = int(ARGV[argi + 1]), ARGV[argi + 2], true
+        if op == 'K' then op = 't' else op = 'w' end
+        argi = argi + 3
+      else
+        at, count = ARGV[argi + 1], 1
+        if op == 'X' then op = 'x' else op = 'n' end
+        argi = argi + 2
+        leaseArgs = true
+      end
     elseif op == 'B' then
       op, permits, at, chain = 't', 1, '', true
       count = int(ARGV[argi + 1])
@@ -137,7 +154,12 @@ local function decideBatch(KEYS, ARGV)
       end
       now = clock
     end
-    if short then
+    if lone1 then
+      local c = specs[ARGV[argi]] or spec(ARGV[argi])
+      out[r] = lone(c, KEYS[keyi], '', false, ARGV[argi + 1], op, permits, now)
+      argi = argi + 2
+      keyi = keyi + 1
+    elseif short then
       -- The settings' cache read here first: a call of \`spec\` per decision is a hundredth of it.
       local text, key = ARGV[argi], KEYS[keyi]
       local c = specs[text] or spec(text)
@@ -169,13 +191,22 @@ local function decideBatch(KEYS, ARGV)
     elseif op == 'x' or op == 'n' then
       -- A concurrency lease released or renewed: its own entry only, no member state read (a time-based member
       -- of the chain has nothing to give back, and is left to its next decision).
+      -- (The short form \`X|N\` carries only the spec and the lease: \`leaseArgs\`.)
       for _ = 1, count do
-        local c, key, lease = spec(ARGV[argi]), KEYS[keyi], ARGV[argi + 3]
+        local text = ARGV[argi]
+        local c, key = specs[text] or spec(text), KEYS[keyi]
+        local lease
+        if leaseArgs then
+          lease = ARGV[argi + 1]
+          argi = argi + 2
+        else
+          lease = ARGV[argi + 3]
+          argi = argi + 4
+        end
         if c.cc then
           if op == 'x' then call('ZREM', key, lease)
           elseif call('ZSCORE', key, lease) then holdLease(key, lease, now + c.leaseTtl, c.leaseTtl + c.pad) end
         end
-        argi = argi + 4
         keyi = keyi + 1
       end
       out[r] = ''
