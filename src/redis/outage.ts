@@ -45,7 +45,10 @@ export class OutageWarnings {
   /** Redis answered in `scope`. Warns when that ends the outage. */
   answered(scope: string): void {
     if (this.down.delete(scope) && this.down.size === 0 && !this.silent) {
-      emitFloodgateWarning('FLOODGATE_REDIS_RECOVERED', `${this.what}: Redis answers again; decisions are Redis's.`);
+      emitFloodgateWarning(
+        'FLOODGATE_REDIS_RECOVERED',
+        `${this.what}: Redis answers again; decisions are Redis's.`,
+      );
     }
   }
 }

@@ -72,7 +72,7 @@ for (const [name, connect] of Object.entries(clients)) {
       try {
         leases.push(await limiter.tryAcquire());
         await settle();
-        assert.deepEqual(warnings, [], 'nothing while Redis answers');
+        assert.deepEqual([...warnings], [], 'nothing while Redis answers');
 
         // Outage 1: stopped (connections open, nothing answers). Several retry intervals pass.
         server.pause();
@@ -82,7 +82,7 @@ for (const [name, connect] of Object.entries(clients)) {
         }
         await settle();
         assert.ok(leases.filter(isUnavailableAnswer).length >= 30, 'onUnavailable answered while stopped');
-        assert.deepEqual(warnings, [{ name: 'FloodgateWarning', code: 'FLOODGATE_REDIS_UNAVAILABLE' }]);
+        assert.deepEqual([...warnings], [{ name: 'FloodgateWarning', code: 'FLOODGATE_REDIS_UNAVAILABLE' }]);
         server.resume();
         await untilRedisAnswers(limiter, leases);
         await settle();
@@ -114,7 +114,11 @@ for (const [name, connect] of Object.entries(clients)) {
         );
 
         const fallbacks = leases.filter(isUnavailableAnswer).length;
-        assert.equal(unavailableCounted, fallbacks, 'every fallback answer is in floodgate.store.unavailable');
+        assert.equal(
+          unavailableCounted,
+          fallbacks,
+          'every fallback answer is in floodgate.store.unavailable',
+        );
         assert.equal(store.unavailable, fallbacks);
       } finally {
         server.resume();
@@ -143,7 +147,7 @@ for (const [name, connect] of Object.entries(clients)) {
         await untilRedisAnswers(limiter, leases);
         await settle();
         assert.ok(errors.length >= 1);
-        assert.deepEqual(warnings, []);
+        assert.deepEqual([...warnings], []);
       } finally {
         server.resume();
         await c.close();
