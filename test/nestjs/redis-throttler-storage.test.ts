@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { APP_GUARD } from '@nestjs/core';
 import { ThrottlerGuard, ThrottlerModule, type ThrottlerStorage } from '@nestjs/throttler';
+import { metrics } from '@opentelemetry/api';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
@@ -15,6 +16,7 @@ import {
   FloodgateRedisThrottlerStorage,
   FloodgateThrottlerStorage,
 } from '../../src/adapters/nestjs/index.ts';
+import { resetTelemetry } from '../../src/telemetry.ts';
 import { clock, get } from '../koa/app.ts';
 import { clients, type TestClient } from '../redis/clients.ts';
 import { RedisServer } from '../support/redis-server.ts';
@@ -186,7 +188,7 @@ for (const [name, connect] of Object.entries(defaultClients)) {
   }
 }
 
-test('without onError, one FloodgateWarning per outage and one on recovery', async () => {
+test('without onError, one FloodgateWarning per outage and one on recovery; fallback hits counted', async () => {
   const server = await RedisServer.start();
   const redis = await defaultClients.ioredis(server.port);
   const codes: string[] = [];
@@ -194,6 +196,21 @@ test('without onError, one FloodgateWarning per outage and one on recovery', asy
     if (w.code?.startsWith('FLOODGATE_REDIS')) codes.push(`${w.name}:${w.code}`);
   };
   process.on('warning', onWarning);
+  let counted = 0;
+  const instrument = (name: string) => ({
+    add: (value: number, attributes: { limiter?: string }) => {
+      if (name === 'floodgate.store.unavailable' && attributes.limiter === 'default') counted += value;
+    },
+    record() {},
+  });
+  metrics.setGlobalMeterProvider({
+    getMeter: () => ({
+      createCounter: instrument,
+      createUpDownCounter: instrument,
+      createHistogram: instrument,
+    }),
+  } as never);
+  resetTelemetry();
   const storage = new FloodgateRedisThrottlerStorage({
     client: redis.client,
     timeoutMs: TIMEOUT,
@@ -202,7 +219,11 @@ test('without onError, one FloodgateWarning per outage and one on recovery', asy
   const hit = () => storage.increment('ip', 60_000, 1000, 0, 'default');
   const settle = () => new Promise((r) => setImmediate(r));
   try {
-    await hit();
+    // Until Redis answers (a busy machine's first call, the Function loading, may miss the deadline): then count.
+    while ((await hit()).totalHits < 2) await new Promise((r) => setTimeout(r, 10));
+    await settle();
+    codes.length = 0;
+    counted = 0;
     server.pause();
     for (let i = 0; i < 10; i++) {
       await hit();
@@ -210,6 +231,11 @@ test('without onError, one FloodgateWarning per outage and one on recovery', asy
     }
     await settle();
     assert.deepEqual(codes, ['FloodgateWarning:FLOODGATE_REDIS_UNAVAILABLE']);
+    assert.equal(
+      counted,
+      10,
+      'each hit onUnavailable answered, in floodgate.store.unavailable{limiter: throttler}',
+    );
     server.resume();
     // Until Redis counts again (its totals grow past the fail-open answer's 1).
     const deadline = performance.now() + 10_000;
@@ -222,6 +248,8 @@ test('without onError, one FloodgateWarning per outage and one on recovery', asy
       'FloodgateWarning:FLOODGATE_REDIS_RECOVERED',
     ]);
   } finally {
+    metrics.disable();
+    resetTelemetry();
     process.off('warning', onWarning);
     server.resume();
     await redis.close();
