@@ -16,7 +16,8 @@ import { fixedWindow } from '../../src/index.ts';
 
 async function warningsDuring(run: () => Promise<void>): Promise<string[]> {
   const codes: string[] = [];
-  const onWarning = (warning: Error & { code?: string }) => codes.push(`${warning.name}:${warning.code ?? ''}`);
+  const onWarning = (warning: Error & { code?: string }) =>
+    codes.push(`${warning.name}:${warning.code ?? ''}`);
   process.on('warning', onWarning);
   try {
     await run();

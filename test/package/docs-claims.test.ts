@@ -49,6 +49,7 @@ test('docs/redis.md: setup, failure modes and Cluster come before how it decides
   const headings = sections('docs/redis.md').map((s) => s.heading);
   const at = (name: string) => headings.findIndex((h) => h.includes(name));
   for (const first of ['Three instances', 'Failure modes', 'Redis Cluster']) {
-    for (const later of ['How it decides', 'Performance']) assert.ok(at(first) < at(later), `${first} before ${later}`);
+    for (const later of ['How it decides', 'Performance'])
+      assert.ok(at(first) < at(later), `${first} before ${later}`);
   }
 });
