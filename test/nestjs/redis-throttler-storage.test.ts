@@ -61,6 +61,7 @@ for (const [name, connect] of Object.entries(clients)) {
             client: redis.client,
             prefix: `${name}:t${++run}:`,
             clock: c,
+            timeoutMs: '10s', // answers, not outages: a loaded machine must not turn them into fallbacks
           });
           for (const o of ops) {
             c.t += o.advance;
@@ -76,7 +77,11 @@ for (const [name, connect] of Object.entries(clients)) {
     });
 
     test('a flood of concurrent hits passes exactly the limit (one atomic script per hit)', async () => {
-      const storage = new FloodgateRedisThrottlerStorage({ client: redis.client, prefix: `${name}:flood:` });
+      const storage = new FloodgateRedisThrottlerStorage({
+        client: redis.client,
+        prefix: `${name}:flood:`,
+        timeoutMs: '10s', // 200 hits in one go on a loaded machine: the claim is atomicity, not speed
+      });
       const answers = await Promise.all(
         Array.from({ length: 200 }, () => storage.increment('ip', 60_000, 5, 60_000, 'default')),
       );
@@ -120,7 +125,7 @@ const defaultClients: Record<string, (port: number) => Promise<{ client: never; 
   },
 };
 
-const TIMEOUT = 100;
+const TIMEOUT = 250;
 const SLACK = 900; // a loaded 2-core machine; a hang is a minute
 
 for (const [name, connect] of Object.entries(defaultClients)) {
@@ -128,6 +133,14 @@ for (const [name, connect] of Object.entries(defaultClients)) {
     test(`Redis stopped, then killed, under a Nest app (${name}, ${policy}): answered within the bound by the policy`, async () => {
       const server = await RedisServer.start();
       const redis = await connect(server.port);
+      // The Function loaded first, by a patient storage: a busy machine's first call is no outage.
+      await new FloodgateRedisThrottlerStorage({ client: redis.client, timeoutMs: '10s' }).increment(
+        'warm',
+        1000,
+        1,
+        0,
+        'warm',
+      );
       const errors: Error[] = [];
       const storage = new FloodgateRedisThrottlerStorage({
         client: redis.client,

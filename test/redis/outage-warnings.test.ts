@@ -225,10 +225,13 @@ for (const [name, connect] of Object.entries(production)) {
         const leases: Lease[] = [];
         await untilRedisAnswers(limiter, leases);
         await new Promise((r) => setTimeout(r, 200)); // anything still queued arrives
+        // Asked after the restart: charged, answered in time or not (a late reply is charged too). The twenty
+        // asked during the outage are the rest.
         const charged = 1000 - (await limiter.statistics()).available;
-        const mine = leases.filter((l) => !isUnavailableAnswer(l)).length;
-        if (offlineQueue) assert.ok(charged - mine >= 1, `${charged - mine} charged late`);
-        else assert.equal(charged, mine, 'only the decisions Redis answered');
+        const asked = leases.length;
+        if (offlineQueue)
+          assert.ok(charged > asked, `${charged - asked} of the outage's decisions charged late`);
+        else assert.ok(charged <= asked, `${charged} charged, ${asked} asked since the restart`);
       } finally {
         await c.close();
         await server.stop();
