@@ -56,6 +56,9 @@ test(`every entry point loads by require() and by import on Node ${process.versi
     if (specifier === 'floodgate/package.json') continue; // loaded both ways; a JSON module has only a default
     assert.ok(imported.length > 0, `${specifier} exports something`);
     assert.deepEqual(required, imported, `${specifier}: the same names by require() and by import`);
+    if (/^floodgate\/(node|express|fastify|hono|koa|nestjs)$/.test(specifier)) {
+      assert.ok(imported.includes('clientIp'), `${specifier} exports clientIp: one import with rateLimiting`);
+    }
   }
 });
 
