@@ -36,9 +36,9 @@ export type HttpLimiter<Req = any> =
   | PartitionedLimiter<Req>
   | ChainLimiter<Req>
   | ChainLimiter<void>
-  | StoredLimiter
-  | StoredLimiterChain
-  | Limiter;
+  | StoredLimiter<Req>
+  | StoredLimiterChain<Req>
+  | Limiter<Req>;
 
 /**
  * Which limiter of the chain said no: the global limiter, the route's policy, or `'store'` when the Redis store
