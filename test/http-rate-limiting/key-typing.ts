@@ -28,6 +28,16 @@ export function express(): void {
   });
 }
 
+export function shortForm(): void {
+  // @ts-expect-error the short form's key receives Express's Request too
+  expressRateLimiting({ limit: 100, window: '1m', key: (req) => req.doesNotExist.foo() });
+  // @ts-expect-error and Hono's Context
+  honoRateLimiting({ limit: 100, window: '1m', key: (c) => c.doesNotExist.foo() });
+  // @ts-expect-error and Nest's ExecutionContext
+  FloodgateModule.forRoot({ limit: 100, window: '1m', key: (context) => context.doesNotExist.foo() });
+  expressRateLimiting({ limit: 100, window: '1m', key: (req) => req.ip ?? 'unknown' });
+}
+
 export async function fastify(app: import('fastify').FastifyInstance): Promise<void> {
   await app.register(fastifyRateLimiting, {
     // @ts-expect-error FastifyRequest has no such property
