@@ -6,10 +6,12 @@ import express from 'express';
 import Fastify from 'fastify';
 import { rateLimiting as expressRateLimiting } from '../../src/adapters/express/rate-limiting.ts';
 import { rateLimiting as fastifyRateLimiting } from '../../src/adapters/fastify/rate-limiting.ts';
+import { rateLimiting as koaRateLimiting } from '../../src/adapters/koa/rate-limiting.ts';
 import { clientIp, resetClientIpWarnings, UNKNOWN_CLIENT } from '../../src/http/client-ip.ts';
 import { RateLimiting } from '../../src/http/rate-limiting/engine.ts';
 import { resetWarnings } from '../../src/http/warnings.ts';
 import { fixedWindow, partitioned } from '../../src/index.ts';
+import { start as startKoa } from '../koa/app.ts';
 import { adapters, getFrom, listen } from './apps.ts';
 
 /** clientIp() follows the framework's trust setting, and says so loudly when the setting is wrong. */
@@ -133,8 +135,16 @@ describe('clientIp() follows the framework', () => {
   });
 });
 
+const koa: (typeof adapters)[string] = (spec) =>
+  startKoa((app) => {
+    app.use(koaRateLimiting(spec.options));
+    app.use((ctx) => {
+      ctx.body = 'ok';
+    });
+  });
+
 describe('the untrusted-proxy warning', () => {
-  for (const [name, start] of Object.entries(adapters)) {
+  for (const [name, start] of Object.entries({ ...adapters, koa })) {
     test(`${name}: comes with the first forwarded header, after requests without one`, async () => {
       const global = partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: 9, window: '1m' }) });
       const server = await start({ options: { global }, routes: [{ path: '/' }] });
