@@ -9,11 +9,12 @@ import { rateLimiting as koaRateLimiting } from '../../src/adapters/koa/rate-lim
 import { FloodgateGuard, FloodgateModule } from '../../src/adapters/nestjs/index.ts';
 import type { RejectedContext } from '../../src/http/rate-limiting/options.ts';
 import { fixedWindow } from '../../src/index.ts';
-import { get, start as startKoa, using as usingKoa } from '../koa/app.ts';
+import { clock, get, start as startKoa, using as usingKoa } from '../koa/app.ts';
 import { controller, platforms, start as startNest, using as usingNest } from '../nestjs/app.ts';
 import { adapters, withApp } from './apps.ts';
 
-const one = () => fixedWindow({ permitLimit: 1, window: '1m' });
+// A clock that stands still: Retry-After is the whole window however long the app took to start.
+const one = () => fixedWindow({ permitLimit: 1, window: '1m', clock: clock() });
 const asJson = (ctx: RejectedContext) => {
   ctx.body = { error: 'rate_limited', retryAfterMs: ctx.lease.retryAfterMs === undefined ? null : 'set' };
 };
