@@ -50,7 +50,7 @@ function reject(pair: HttpPair, answer: Answer, decision: Decision): never {
       if (!res.headersSent) res.setHeader(name, value);
     } else json = value.includes('json');
   }
-  const body = json ? (JSON.parse(answer.body) as Record<string, unknown>) : answer.body;
+  const body = json ? jsonOrText(answer.body) : answer.body;
   // A 429 is an answer, not a fault: no stack trace is captured for it. Capturing one under Nest's deep
   // synchronous stack of router, guards and Express layers was most of a rejection's cost (HOT=1 bench:nestjs).
   const limit = Error.stackTraceLimit;
@@ -65,6 +65,15 @@ function reject(pair: HttpPair, answer: Answer, decision: Decision): never {
     Error.stackTraceLimit = limit;
   }
   throw exception;
+}
+
+// A hook may set a text body and leave the JSON content type of `body: 'problem+json'`: sent as the text.
+function jsonOrText(body: string): string | Record<string, unknown> {
+  try {
+    return JSON.parse(body) as Record<string, unknown>;
+  } catch {
+    return body;
+  }
 }
 
 const pairAnswers: Answers<HttpPair> = {
