@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { APP_GUARD } from '@nestjs/core';
 import { rateLimiting as koaRateLimiting } from '../../src/adapters/koa/rate-limiting.ts';
 import { FloodgateGuard, FloodgateModule } from '../../src/adapters/nestjs/index.ts';
 import type { RejectedContext } from '../../src/http/rate-limiting/options.ts';
@@ -93,12 +94,30 @@ describe('onRejected: an object body is sent as JSON', () => {
   });
 
   for (const platform of platforms) {
+    test(`nestjs (${platform}): a text body under body: 'problem+json' is the exception's message`, async () => {
+      const onRejected = (ctx: RejectedContext) => {
+        ctx.body = 'slow down';
+      };
+      await usingNest(
+        startNest(platform, {
+          imports: [FloodgateModule.forRoot({ global: one(), body: 'problem+json', onRejected })],
+          controllers: [controller({ '/': [() => 'ok'] })],
+          providers: [{ provide: APP_GUARD, useClass: FloodgateGuard }],
+        }),
+        async ({ url }) => {
+          const rejected = await twice(`${url}/`);
+          assert.equal(rejected.status, 429);
+          assert.deepEqual(JSON.parse(rejected.body), { statusCode: 429, message: 'slow down' });
+        },
+      );
+    });
+
     test(`nestjs (${platform}): the object is the exception's response, sent as JSON`, async () => {
       await usingNest(
         startNest(platform, {
           imports: [FloodgateModule.forRoot({ global: one(), onRejected: asJson })],
           controllers: [controller({ '/': [() => 'ok'] })],
-          providers: [{ provide: (await import('@nestjs/core')).APP_GUARD, useClass: FloodgateGuard }],
+          providers: [{ provide: APP_GUARD, useClass: FloodgateGuard }],
         }),
         async ({ url }) => {
           const rejected = await twice(`${url}/`);
