@@ -52,6 +52,7 @@ export class Engine implements DecisionHost {
     this.leases = new Leases({
       clock: clock ? () => clock.now() : () => performance.now(),
       now: () => this.now(),
+      resolutionMs: clock ? 0 : 1,
       encodeArgs: (args, binding, op, permits, lease, now) =>
         this.encodeArgs(args, binding, op, permits, lease, false, now),
       send: (request) => this.dispatcher.send(request),

@@ -10,6 +10,11 @@ export interface LeaseHost {
   clock(): number;
   /** `now` as the script should read it ('' is Redis's own `TIME`). */
   now(): string;
+  /**
+   * How far behind the real time the script's clock may be: Redis `TIME` read in whole milliseconds (1), or the
+   * test clock's exact value (0). A batch ends this much before the window end the script answered.
+   */
+  readonly resolutionMs: number;
   /** Appends a request's arguments (`Engine.encodeArgs`). */
   encodeArgs(
     args: string[],
@@ -201,7 +206,14 @@ export class Leases {
     if (f[0] === '1') {
       this.giveBack(
         entry,
-        batch.filled(Number(f[1]), f[4], Number(f[5]), Number(f[3] || 0), Number(f[2]), sentAt),
+        batch.filled(
+          Number(f[1]),
+          f[4],
+          Number(f[5]) - this.host.resolutionMs,
+          Number(f[3] || 0),
+          Number(f[2]),
+          sentAt,
+        ),
       );
       this.startSweeper();
     } else {
