@@ -187,7 +187,8 @@ test('a leased limiter decides from its batch with no command, then rejects loca
 
 test('two stores (two processes) on one key: each window admits exactly the limit, never more', async () => {
   clock.set(0);
-  const other = redisStore({ client: new Redis({ port: server.port }), clock, timeoutMs: 5000 });
+  const otherClient = new Redis({ port: server.port });
+  const other = redisStore({ client: otherClient, clock, timeoutMs: 5000 });
   const name = uniqueName();
   const spec = () => fixedWindow({ permitLimit: 50, window: 1000 });
   const a = store.limiter(spec(), { name, leases: true });
@@ -203,6 +204,7 @@ test('two stores (two processes) on one key: each window admits exactly the limi
     // side asking for two cannot use.
     assert.ok(admitted <= 50 && admitted >= 49, `window ${window}: admitted ${admitted}`);
   }
+  otherClient.disconnect();
 });
 
 test("permits left in a batch at its window end are void: the next window is the other process's alone", async () => {
@@ -283,6 +285,69 @@ test('a refund after the batch ended goes back to Redis, to the segment it came 
   first.refund();
   // The give-back is sent with the tick's other calls: the read after it sees it.
   assert.equal((await strict.statistics()).available, 4);
+});
+
+test("remaining is Redis's at this process's last take plus its batch: another process's grants are seen at the next take", async () => {
+  clock.set(0);
+  const name = uniqueName();
+  const spec = () => fixedWindow({ permitLimit: 100, window: 1000 });
+  const leased = store.limiter(spec(), { name, leases: true });
+  const strict = store.limiter(spec(), { name });
+  assert.equal((await leased.tryAcquire()).remaining, 99);
+  // Batches of 1, 2 and 4 (demand doubling): after six grants Redis has 93 left and the batch holds one.
+  let last = await leased.tryAcquire();
+  for (let i = 0; i < 4; i++) last = await leased.tryAcquire();
+  assert.equal(last.remaining, 93 + 1);
+  // Another process takes 10.
+  assert.equal((await strict.tryAcquire(10)).remaining, 83);
+  // Not seen from the batch: Redis's 93 at the last take, and the batch now empty.
+  const fromBatch = await leased.tryAcquire();
+  assert.equal(fromBatch.remaining, 93);
+  assert.equal(fromBatch.resetAfterMs, 1000);
+  // Seen at the next take: 83 less this grant.
+  assert.equal((await leased.tryAcquire()).remaining, 82);
+});
+
+test('a chain with a leased member is decided on Redis, all or nothing', async () => {
+  clock.set(0);
+  const name = uniqueName();
+  const leased = store.limiter(fixedWindow({ permitLimit: 5, window: 1000 }), {
+    name,
+    hashTag: 'c',
+    leases: true,
+  });
+  const other = store.limiter(fixedWindow({ permitLimit: 2, window: 1000 }), {
+    name: uniqueName(),
+    hashTag: 'c',
+  });
+  const chain = store.chain(leased, other);
+  const before = await calls();
+  assert.equal((await chain.tryAcquire()).granted, true);
+  assert.equal((await chain.tryAcquire()).granted, true);
+  assert.equal((await chain.tryAcquire()).granted, false);
+  assert.equal((await calls()) - before, 3, 'one script call per chain decision');
+  assert.equal(
+    (await store.limiter(fixedWindow({ permitLimit: 5, window: 1000 }), { name, hashTag: 'c' }).statistics())
+      .available,
+    3,
+  );
+});
+
+test('a batch left unused is given back within a few sweeps', async () => {
+  clock.set(0);
+  const name = uniqueName();
+  const spec = () => fixedWindow({ permitLimit: 100, window: 60_000 });
+  const leased = store.limiter(spec(), { name, leases: true });
+  const strict = store.limiter(spec(), { name });
+  for (let i = 0; i < 8; i++) assert.equal((await leased.tryAcquire()).granted, true); // batches 1, 2, 4, 8
+  const heldAvailable = (await strict.statistics()).available;
+  assert.ok(heldAvailable < 100 - 8, `the batch holds permits: ${heldAvailable} available`);
+  // The sweeper runs on a timer every 50 ms; poll (bounded) until the unused permits are back.
+  const deadline = Date.now() + 5000;
+  while ((await strict.statistics()).available !== 100 - 8 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.equal((await strict.statistics()).available, 100 - 8);
 });
 
 test('onUnavailable answers a take Redis cannot serve', async () => {
