@@ -126,7 +126,7 @@ const defaultClients: Record<string, (port: number) => Promise<{ client: never; 
 };
 
 const TIMEOUT = 250;
-const SLACK = 9_000; // a 2-core machine at load 30 stalled one answer 4 s; the hang this guards against is a minute
+const SLACK = 9_000; // a 2-core machine at load 30+ stalled one answer 4 s (3 s failed); a hang is a minute
 
 for (const [name, connect] of Object.entries(defaultClients)) {
   for (const policy of ['fail-open', 'fail-closed', 'insurance'] as const) {
