@@ -195,15 +195,12 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
 
   /** The partition of `key` as `slot << 8 | spec index`, created if new; `REJECTED` when full. */
   private codeOf(key: string): number {
+    // The type first: a key that is not a string (a header the client did not send) must never meet the cache,
+    // whose empty state would otherwise hand it the partition of whoever was decided last.
+    if (typeof key !== 'string') throw notAString(key);
     if (key === this.lastKey) return this.lastCode;
     const code = this.map.get(key);
-    if (code === undefined) {
-      if (typeof key !== 'string')
-        throw new TypeError(
-          `partitioned: key() must return a string; got ${describe(key)}${isThenable(key) ? ' (async keys are awaited by rateLimiting; call tryAcquire with the awaited key)' : ''}`,
-        );
-      return this.create(key);
-    }
+    if (code === undefined) return this.create(key);
     this.lastKey = key;
     this.lastCode = code;
     return code;
@@ -356,6 +353,13 @@ export function partitioned<R>(options: PartitionedOptions<R>): PartitionedLimit
  */
 export function ownText(text: string): string {
   return text.length < 13 ? text : ` ${text}`.slice(1);
+}
+
+/** The TypeError for a key function that returned something other than a string. */
+function notAString(key: unknown): TypeError {
+  return new TypeError(
+    `partitioned: key() must return a string; got ${describe(key)}${isThenable(key) ? ' (async keys are awaited by rateLimiting; call tryAcquire with the awaited key)' : ''}`,
+  );
 }
 
 function isThenable(value: unknown): boolean {
