@@ -143,7 +143,7 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     // The commonest grant (time-based, refundable) kept small, so that the optimising compiler inlines all of
     // it, the lease's constructors included; the others are in commitOther.
     if (permits === 0 || !refundable || !algorithm.timeBased) {
-      return this.commitOther(slot, permits, now, refundable, key);
+      return this.commitOther(slot, permits, now, key);
     }
     const s = this.table.states;
     const o = slot * algorithm.width;
@@ -164,7 +164,7 @@ export class LimiterCore implements PermitOwner, RefundOwner {
   }
 
   /** {@link commit} of a zero-permit probe, a lease that will never be refunded, or a concurrency permit. */
-  private commitOther(slot: number, permits: number, now: number, refundable: boolean, key?: string): Lease {
+  private commitOther(slot: number, permits: number, now: number, key?: string): Lease {
     const algorithm = this.algorithm;
     const s = this.table.states;
     const o = slot * algorithm.width;
