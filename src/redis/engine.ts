@@ -8,7 +8,9 @@ import type { ScriptRunner } from './client.ts';
 import { Decision, type DecisionHost } from './decision.ts';
 import { Dispatcher } from './dispatcher.ts';
 import { unavailableAnswer } from './fallback.ts';
+import { Leases } from './leases.ts';
 import type { ResolvedOptions } from './options.ts';
+import { meanwhileOf, OutageWarnings } from './outage.ts';
 import { decodeNumber, encodeLone, encodeRequest, type MemberCall, type Op, specText } from './protocol.ts';
 import type { StoreUnavailableError } from './request.ts';
 import { keySlot } from './slot.ts';
@@ -20,6 +22,8 @@ import { keySlot } from './slot.ts';
 export class Engine implements DecisionHost {
   readonly dispatcher: Dispatcher;
   private readonly answers: Answers;
+  /** The batches of leased limiters' keys (`leases: true`). */
+  private readonly leases: Leases;
   /** Decisions answered by `onUnavailable`: Redis failed or was late, or was skipped after a failure. */
   unavailable = 0;
   /**
@@ -34,17 +38,38 @@ export class Engine implements DecisionHost {
   private readonly specTexts = new WeakMap<LimiterSpec, string>();
   private lastSpec: LimiterSpec | undefined;
   private lastText = '';
+  /** Says once per outage that Redis is away, and once that it is back, unless `onError` is given. */
+  private readonly outage: OutageWarnings;
 
   constructor(
     readonly runner: ScriptRunner,
     readonly options: ResolvedOptions,
   ) {
     this.dispatcher = new Dispatcher(runner, options.timeoutMs, options.coalesce);
+    this.outage = new OutageWarnings(
+      'floodgate/redis',
+      meanwhileOf(options.onUnavailable),
+      options.onError !== undefined,
+    );
     this.answers = new Answers(
       options,
       (binding, op, leaseId) => this.leaseOp(binding, op, leaseId),
       (m, permits, expected) => this.refundOp(m, permits, expected),
     );
+    const clock = options.clock;
+    this.leases = new Leases({
+      clock: clock ? () => clock.now() : () => performance.now(),
+      now: () => this.now(),
+      resolutionMs: clock ? 0 : 1,
+      encodeArgs: (args, binding, op, permits, lease, now) =>
+        this.encodeArgs(args, binding, op, permits, lease, false, now),
+      send: (request) => this.dispatcher.send(request),
+      skipped: (binding, permits) => this.skipped(binding, permits),
+      unavailable: (binding, permits, error) => {
+        this.failed(binding, error);
+        return this.fallback(binding, permits);
+      },
+    });
   }
 
   /** `now` as the script should read it: the test clock's value, or '' for Redis `TIME`. */
@@ -97,6 +122,10 @@ export class Engine implements DecisionHost {
     blockedFirst: boolean,
     asLease: boolean,
   ): Promise<Decided | Lease> {
+    // A lone leased member decides from its batch (a chain, or a request behind local waiters, asks Redis).
+    if (binding.members.length === 1 && binding.members[0].leased && !blockedFirst) {
+      return this.leases.decide(binding, op, permits, reason, asLease);
+    }
     const cacheKey = this.options.cacheBlocked ? binding.members.map((m) => m.key).join('\n') : '';
     if (cacheKey !== '') {
       const hit = this.blockedUntil.get(cacheKey);
@@ -113,17 +142,9 @@ export class Engine implements DecisionHost {
       }
       if (hit) this.blockedUntil.delete(cacheKey);
     }
-    // The scope and the clock are read only while some decisions skip Redis after a failure.
-    if (this.skipUntil.size > 0) {
-      const scope = this.scopeOf(binding);
-      const until = this.skipUntil.get(scope);
-      if (until !== undefined) {
-        if (performance.now() < until) {
-          const decided: Decided = { lease: this.fallback(binding, permits), blocked: -1, local: true };
-          return Promise.resolve(asLease ? decided.lease : decided);
-        }
-        this.skipUntil.delete(scope);
-      }
+    const skipped = this.skipped(binding, permits);
+    if (skipped !== undefined) {
+      return Promise.resolve(asLease ? skipped : { lease: skipped, blocked: -1, local: true });
     }
     let leaseId = '';
     for (const m of binding.members) {
@@ -151,6 +172,18 @@ export class Engine implements DecisionHost {
     });
   }
 
+  /** `onUnavailable`'s answer while `binding`'s node is skipped after a failure, else undefined. */
+  private skipped(binding: Binding, permits: number): Lease | undefined {
+    // The scope and the clock are read only while some decisions skip Redis after a failure.
+    if (this.skipUntil.size === 0) return undefined;
+    const scope = this.scopeOf(binding);
+    const until = this.skipUntil.get(scope);
+    if (until === undefined) return undefined;
+    if (performance.now() < until) return this.fallback(binding, permits);
+    this.skipUntil.delete(scope);
+    return undefined;
+  }
+
   /** Permits available now in each member (read-only). */
   async peek(binding: Binding): Promise<number[]> {
     const args: string[] = [];
@@ -176,6 +209,7 @@ export class Engine implements DecisionHost {
 
   /** Redis answered `decision`: its lease, and the blocked cache (for the dispatcher, as its DecisionHost). */
   answered(d: Decision, reply: string): Decided {
+    if (this.outage.outage) this.outage.answered(this.scopeOf(d.binding));
     const decided = this.answers.toLease(d.binding, reply.split(','), d.op, d.permits, d.reason, d.leaseId);
     if (d.cacheKey === '') return decided;
     if (!decided.lease.granted && decided.lease.retryAfterMs! > 0 && d.permits > 0) {
@@ -257,8 +291,11 @@ export class Engine implements DecisionHost {
 
   /** Decisions in the scope of `binding` skip Redis for `retryIntervalMs`, then try it again. */
   private failed(binding: Binding, error: StoreUnavailableError): void {
-    if (error.skip)
-      this.skipUntil.set(this.scopeOf(binding), performance.now() + this.options.retryIntervalMs);
+    if (error.skip) {
+      const scope = this.scopeOf(binding);
+      this.skipUntil.set(scope, performance.now() + this.options.retryIntervalMs);
+      this.outage.failed(scope, error);
+    }
     this.options.onError?.(error);
   }
 

@@ -77,6 +77,29 @@ local function decide(op, permits, ms, now)
     for j, m in ipairs(ms) do res[j] = num(max(0, m.a.available(m.c, m.s))) end
     return concat(res, ',')
   end
+  if op == 'l' then
+    -- A lease take (a lone fixed or sliding window): up to \`permits\` counted now in the current window
+    -- (segment) when the member's \`lease\` field's permits are available; answered with the window's start
+    -- (the batch's mark) and how long until it ends. Refused as a try is, never charged.
+    local m = ms[1]
+    local a, c, s = m.a, m.c, m.s
+    local need = tonumber(m.lease)
+    local available = a.available(c, s)
+    if available >= need then
+      local n = min(permits, available)
+      a.take(c, s, n)
+      m.dirty = true
+      return '1,' .. num(n) .. ',' .. pairText(max(0, a.available(c, s)), a.resetAfter(c, s, now)) .. ',' .. num(s[1]) .. ',' .. num(a.leaseEnd(c, s) - now)
+    end
+    local retry = num(a.retryAfter(c, s, now, need))
+    return '0,1,' .. retry .. ',' .. retry .. ',' .. num(max(0, available)) .. ',' .. num(a.resetAfter(c, s, now))
+  end
+  if op == 'g' then
+    -- A lease's give-back: the member's \`lease\` field is the batch's mark.
+    local m = ms[1]
+    if m.a.giveBack(m.c, m.s, permits, tonumber(m.lease)) then m.dirty = true end
+    return ''
+  end
   if op == 'r' then
     -- A refund: the member's \`lease\` field carries the grant's reset time from now.
     for _, m in ipairs(ms) do
