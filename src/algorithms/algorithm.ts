@@ -61,8 +61,11 @@ export interface Algorithm {
 
 /** An algorithm as a remote store's script decides it (see {@link Algorithm.remote}). */
 export interface RemoteEncoding {
-  /** The twin: fixed window, sliding window, stepped or continuous token bucket, concurrency. */
-  readonly twin: 'fw' | 'sw' | 'tb' | 'tc' | 'cc';
-  /** Its parameters after `limit`, in order: window; window, segments; tokens per period, period; none. */
+  /** The twin: fixed window, sliding window, stepped or continuous token bucket, concurrency, lockout. */
+  readonly twin: 'fw' | 'sw' | 'tb' | 'tc' | 'cc' | 'lo';
+  /**
+   * Its parameters after `limit`, in order: window; window, segments; tokens per period, period; none; within,
+   * lockFor, factor, maxLockFor, memory.
+   */
   readonly params: readonly number[];
 }

@@ -1,4 +1,4 @@
-import type { Algorithm } from './algorithm.ts';
+import type { Algorithm, RemoteEncoding } from './algorithm.ts';
 
 // The state's numbers, by offset.
 const FAILURES = 0;
@@ -23,6 +23,7 @@ export class Lockout implements Algorithm {
   readonly width = 5;
   readonly timeBased = true;
   readonly signature: string;
+  readonly remote: RemoteEncoding;
 
   constructor(
     /** Failures that lock the key out (the limit its header fields show). */
@@ -39,6 +40,7 @@ export class Lockout implements Algorithm {
     readonly memoryMs: number,
   ) {
     this.signature = `lo:${limit}:${withinMs}:${lockForMs}:${factor}:${maxLockForMs}:${memoryMs}`;
+    this.remote = { twin: 'lo', params: [withinMs, lockForMs, factor, maxLockForMs, memoryMs] };
   }
 
   /** The window failures are counted in (`w` of the header fields). */
@@ -54,7 +56,8 @@ export class Lockout implements Algorithm {
   init(s: Float64Array, o: number, now: number): void {
     s[o + FAILURES] = 0;
     s[o + WINDOW_END] = now;
-    s[o + LOCKED_UNTIL] = Number.NEGATIVE_INFINITY;
+    // Never locked: any time from 0 on is past it (0 rather than -Infinity, which Redis's twin packs alike).
+    s[o + LOCKED_UNTIL] = 0;
     s[o + STREAK] = 0;
     s[o + STAMP] = now;
   }
