@@ -47,7 +47,7 @@ function onRejected(context: RejectedContext): void {
   context.headers.set('x-info-reset-ms', String(infoOf(context.request)?.resetAfterMs));
 }
 
-function loginPolicy(c: Clock, key: (req: never) => string) {
+function loginPolicy<R>(c: Clock, key: (req: R) => string) {
   return {
     limiter: partitioned({ key, limiter: lockout({ failures: 3, within: '1m', lockFor: '30s', clock: c }) }),
     skipSuccessfulRequests: true,
@@ -96,7 +96,7 @@ for (const name of Object.keys(adapters)) {
 describe('koa: lockout', () => {
   test('N failures lock the client out; 429 with the time left in Retry-After, RateLimit and ctx.state', async () => {
     const c = clock(1_000);
-    const limiter = koaRateLimiting({ policies: { login: loginPolicy(c, koaClientIp() as never) } });
+    const limiter = koaRateLimiting({ policies: { login: loginPolicy(c, koaClientIp()) } });
     await usingKoa(
       startKoa((app, router) => {
         app.use(limiter);
@@ -127,7 +127,7 @@ for (const platform of platforms) {
       await usingNest(
         startNest(platform, {
           imports: [
-            FloodgateModule.forRoot({ policies: { login: loginPolicy(c, nestClientIp() as never) } }),
+            FloodgateModule.forRoot({ policies: { login: loginPolicy(c, nestClientIp()) } }),
           ],
           controllers: [Api],
           providers: [{ provide: APP_GUARD, useClass: FloodgateGuard }],
