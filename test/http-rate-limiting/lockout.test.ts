@@ -126,9 +126,7 @@ for (const platform of platforms) {
       });
       await usingNest(
         startNest(platform, {
-          imports: [
-            FloodgateModule.forRoot({ policies: { login: loginPolicy(c, nestClientIp()) } }),
-          ],
+          imports: [FloodgateModule.forRoot({ policies: { login: loginPolicy(c, nestClientIp()) } })],
           controllers: [Api],
           providers: [{ provide: APP_GUARD, useClass: FloodgateGuard }],
         }),
