@@ -48,6 +48,16 @@ export interface Algorithm {
   retuned(s: Float64Array, o: number): void;
   /** Whether the state is equivalent to a fresh one (so the partition can be dropped). */
   isFull(s: Float64Array, o: number): boolean;
+  /**
+   * Milliseconds left on a lockout the algorithm keeps itself (`lockout()`), 0 when not locked out; absent for
+   * an algorithm that never locks. What key administration reports as a key's `lockedForMs`.
+   */
+  lockedFor?(s: Float64Array, o: number, now: number): number;
+  /**
+   * Lifts that lockout and forgets the failures and growth behind it (an administrator's `unlock`: the user
+   * starts over); absent for an algorithm that never locks.
+   */
+  unlock?(s: Float64Array, o: number, now: number): void;
   /** A string that identifies the parameters: two algorithms with equal signatures decide alike. */
   readonly signature: string;
   /**

@@ -127,15 +127,8 @@ export class Lockout implements Algorithm {
     return Math.max(0, s[o + LOCKED_UNTIL] - now);
   }
 
-  /**
-   * Locks the key out for `ms` from `now` (an administrator's `lock`), or lifts the lockout with `ms` = 0, which
-   * also clears the failures and the growth (an `unlock`: the user starts over).
-   */
-  lockFor(s: Float64Array, o: number, now: number, ms: number): void {
-    if (ms > 0) {
-      s[o + LOCKED_UNTIL] = now + ms;
-      return;
-    }
+  /** Lifts the lockout and clears the failures and the growth (an administrator's `unlock`: the user starts over). */
+  unlock(s: Float64Array, o: number, now: number): void {
     if (s[o + LOCKED_UNTIL] > now) s[o + LOCKED_UNTIL] = now;
     s[o + FAILURES] = 0;
     s[o + STREAK] = 0;

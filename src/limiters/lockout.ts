@@ -91,6 +91,11 @@ export class LockoutLimiter extends RateLimiter {
     return this.core.lockedFor(0, this.options.clock.now());
   }
 
+  /** Lifts the lockout and forgets the failures and growth behind it: the client starts over. */
+  unlock(): void {
+    this.core.unlock(0, this.options.clock.now());
+  }
+
   /** @internal Each partition of a partitioned limiter is its own lockout, refused with `'locked'` too. */
   createCore(): LimiterCore {
     return new LockoutCore(this.algorithm, this.options);
@@ -108,11 +113,11 @@ export class LockoutCore extends LimiterCore {
     return this.algorithm.lockedFor(this.table.states, o, now);
   }
 
-  /** Locks `slot` out for `ms` from now, or (`ms` = 0) lifts its lockout and clears its failures and growth. */
-  lockFor(slot: number, now: number, ms: number): void {
+  /** Lifts the lockout of `slot` and clears its failures and growth. */
+  unlock(slot: number, now: number): void {
     const o = slot * this.algorithm.width;
     this.algorithm.advance(this.table.states, o, now);
-    this.algorithm.lockFor(this.table.states, o, now, ms);
+    this.algorithm.unlock(this.table.states, o, now);
   }
 
   override reject(

@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { Redis } from 'ioredis';
 import { chain, fixedWindow, type Lease, lockout, partitioned } from '../../src/index.ts';
-import { redisStore } from '../../src/redis/index.ts';
 
 const RUNS = Number(process.env.FLOODGATE_PROPERTY_RUNS ?? 200);
 
@@ -122,6 +120,25 @@ describe('lockout', () => {
     assert.equal(other.tryAcquire().reason, 'locked');
   });
 
+  test('unlock lifts the lockout and forgets the failures and growth; the algorithm answers lockedFor', () => {
+    const clock = clockAt();
+    const l = lockout({ failures: 2, within: '1m', lockFor: '10s', factor: 2, maxLockFor: '1m', clock });
+    fail(l);
+    fail(l);
+    clock.advance(10_000);
+    fail(l);
+    fail(l);
+    assert.equal(l.lockedForMs(), 20_000);
+    const a = l.algorithm;
+    assert.equal(a.lockedFor(l.core.table.states, 0, clock.now()), 20_000, 'what key administration reads');
+    l.unlock();
+    assert.equal(l.lockedForMs(), 0);
+    fail(l);
+    assert.equal(l.lockedForMs(), 0, 'the failures were forgotten: one is not enough');
+    fail(l);
+    assert.equal(l.lockedForMs(), 10_000, 'and the growth: back to lockFor');
+  });
+
   test('partitioned: one lockout per key, refused with the key; idle keys dropped, locked ones kept', () => {
     const clock = clockAt();
     const byUser = partitioned({
@@ -170,21 +187,6 @@ describe('lockout', () => {
     assert.throws(() => lockout({ ...base, memory: 'soon' as never }), /lockout: memory .* got "soon"/);
     assert.throws(() => lockout({ ...base, blockDuration: 5 } as never), /blockDuration/);
     assert.throws(() => lockout(undefined as never), /lockout options must be an object/);
-  });
-
-  test('the Redis store refuses it at construction (it runs in memory only for now)', () => {
-    const client = new Redis({ lazyConnect: true });
-    const store = redisStore({ client });
-    assert.throws(
-      () =>
-        store.partitioned({
-          name: 'x',
-          key: (u: string) => u,
-          limiter: lockout({ failures: 1, within: 1, lockFor: 1 }),
-        } as never),
-      /store.partitioned: limiter: a Redis store cannot run algorithm "lockout"/,
-    );
-    client.disconnect();
   });
 });
 
