@@ -5,9 +5,10 @@
  * rate-limit info (`req.rateLimit` and each adapter's equivalent) saying when the lockout ends.
  */
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { UnauthorizedException } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
+import { Redis } from 'ioredis';
 import { clientIp as koaClientIp, rateLimiting as koaRateLimiting } from '../../src/adapters/koa/index.ts';
 import {
   FloodgateGuard,
@@ -19,8 +20,10 @@ import { clientIp } from '../../src/http/client-ip.ts';
 import type { RateLimitInfo } from '../../src/http/rate-limiting/info.ts';
 import type { RejectedContext } from '../../src/http/rate-limiting/options.ts';
 import { lockout, partitioned } from '../../src/index.ts';
+import { redisStore } from '../../src/redis/index.ts';
 import { clock, start as startKoa, using as usingKoa } from '../koa/app.ts';
 import { controller, platforms, start as startNest, using as usingNest } from '../nestjs/app.ts';
+import { RedisServer } from '../support/redis-server.ts';
 import { adapters, get, withApp } from './apps.ts';
 
 type Clock = ReturnType<typeof clock>;
@@ -47,9 +50,11 @@ function onRejected(context: RejectedContext): void {
   context.headers.set('x-info-reset-ms', String(infoOf(context.request)?.resetAfterMs));
 }
 
+const settings = (c: Clock) => ({ failures: 3, within: '1m', lockFor: '30s', clock: c }) as const;
+
 function loginPolicy<R>(c: Clock, key: (req: R) => string) {
   return {
-    limiter: partitioned({ key, limiter: lockout({ failures: 3, within: '1m', lockFor: '30s', clock: c }) }),
+    limiter: partitioned({ key, limiter: lockout(settings(c)) }),
     skipSuccessfulRequests: true,
     onRejected,
   };
@@ -135,3 +140,36 @@ for (const platform of platforms) {
     });
   });
 }
+
+describe('on Redis', () => {
+  let server: RedisServer;
+  const clients: Redis[] = [];
+  before(async () => {
+    server = await RedisServer.start();
+  });
+  after(async () => {
+    for (const client of clients) client.disconnect();
+    await server.stop();
+  });
+  let names = 0;
+
+  for (const name of Object.keys(adapters)) {
+    test(`${name}: the same lockout kept in Redis (a success's refund clears it there)`, async () => {
+      const c = clock(1_000);
+      const client = new Redis({ port: server.port });
+      clients.push(client);
+      const store = redisStore({ client, clock: c, timeoutMs: 2000 });
+      const login = {
+        limiter: store.partitioned({
+          name: `login-${name}-${names++}`,
+          key: clientIp(),
+          limiter: lockout(settings(c)),
+        }),
+        skipSuccessfulRequests: true,
+        onRejected,
+      };
+      const spec = { options: { policies: { login } }, routes: [{ path: '/login', limit: 'login' }] };
+      await withApp(name, spec, (base) => play(c, `${base}/login?throw=1`, `${base}/login`));
+    });
+  }
+});
