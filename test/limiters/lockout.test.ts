@@ -187,6 +187,16 @@ describe('lockout', () => {
     assert.throws(() => lockout({ ...base, memory: 'soon' as never }), /lockout: memory .* got "soon"/);
     assert.throws(() => lockout({ ...base, blockDuration: 5 } as never), /blockDuration/);
     assert.throws(() => lockout(undefined as never), /lockout options must be an object/);
+    // The types say so first (compiled, never run).
+    const typed = () => {
+      // @ts-expect-error within and lockFor are required
+      lockout({ failures: 3 });
+      // @ts-expect-error rate-limiter-flexible's name is not an option here
+      lockout({ ...base, blockDuration: 5 });
+      // @ts-expect-error failures is a number
+      lockout({ ...base, failures: '3' });
+    };
+    void typed;
   });
 });
 
