@@ -259,3 +259,21 @@ test('Redis Cluster: each user’s lockout on its own hash-tagged key, locked in
     await cluster.stop();
   }
 });
+
+test('cacheBlocked: a locked-out key is answered locally until the lockout ends, still as locked', async () => {
+  const { client } = env;
+  const store = redisStore({ client, cacheBlocked: true, timeoutMs: 2000 });
+  const l = store.partitioned({
+    name: uniqueName(),
+    key: (u: string) => u,
+    limiter: lockout({ failures: 1, within: '1m', lockFor: '1m' }),
+  });
+  assert.equal((await l.tryAcquire('dan')).granted, true);
+  const first = await l.tryAcquire('dan');
+  const calls = Number((await client.info('commandstats')).match(/cmdstat_fcall:calls=(\d+)/)?.[1] ?? 0);
+  const cached = await l.tryAcquire('dan');
+  const after = Number((await client.info('commandstats')).match(/cmdstat_fcall:calls=(\d+)/)?.[1] ?? 0);
+  assert.deepEqual([first.reason, cached.reason], ['locked', 'locked']);
+  assert.equal(after, calls, 'answered without Redis');
+  assert.ok(cached.retryAfterMs! > 50_000 && cached.retryAfterMs! <= 60_000, String(cached.retryAfterMs));
+});
