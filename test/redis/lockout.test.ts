@@ -147,7 +147,7 @@ test('the lockout lives in Redis: another client (another process, a restarted o
   const name = uniqueName();
   const settings = { failures: 2, within: '1m', lockFor: '10s', factor: 2, maxLockFor: '1h', clock } as const;
   const first = new Redis({ port: server.port });
-  const a = redisStore({ client: first, clock }).partitioned({
+  const a = redisStore({ client: first, clock, timeoutMs: 2000 }).partitioned({
     name,
     key: (u: string) => u,
     limiter: lockout(settings),
@@ -158,7 +158,7 @@ test('the lockout lives in Redis: another client (another process, a restarted o
 
   const second = new Redis({ port: server.port });
   try {
-    const b = redisStore({ client: second, clock }).partitioned({
+    const b = redisStore({ client: second, clock, timeoutMs: 2000 }).partitioned({
       name,
       key: (u: string) => u,
       limiter: lockout(settings),
