@@ -54,7 +54,7 @@ export class Engine implements DecisionHost {
     this.answers = new Answers(
       options,
       (binding, op, leaseId) => this.leaseOp(binding, op, leaseId),
-      (m, permits, expected) => this.refundOp(m, permits, expected),
+      (m, permits, expected, emptied) => this.refundOp(m, permits, expected, emptied),
     );
     const clock = options.clock;
     this.leases = new Leases({
@@ -316,10 +316,12 @@ export class Engine implements DecisionHost {
   }
 
   /** Gives a grant's permits back (op `r`); a failure leaves them spent, as if never refunded. */
-  private refundOp(m: BoundMember, permits: number, expectedResetMs: number): void {
+  private refundOp(m: BoundMember, permits: number, expectedResetMs: number, emptied: boolean): void {
     const args: string[] = [];
     const binding: Binding = { members: [m], partKey: undefined, chain: false };
-    this.encodeArgs(args, binding, 'r', permits, String(Math.round(expectedResetMs)), false, this.now());
+    // 'z': the grant left no permits (how a lockout knows the grant that started a lockout).
+    const lease = `${Math.round(expectedResetMs)}${emptied ? 'z' : ''}`;
+    this.encodeArgs(args, binding, 'r', permits, lease, false, this.now());
     this.dispatcher.request([m.key], args).catch(() => {});
   }
 }

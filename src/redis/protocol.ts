@@ -35,7 +35,9 @@ export function specText(
   if (remote === undefined) {
     throw new TypeError(`floodgate/redis: no Lua twin for algorithm ${JSON.stringify(algorithm.kind)}`);
   }
-  const [p1 = '', p2 = ''] = remote.params;
+  // A third parameter and more (a lockout's) ride in p2, joined by '_'.
+  const [p1 = '', ...rest] = remote.params;
+  const p2 = rest.join('_');
   return `${remote.twin}:${algorithm.limit}:${p1}:${p2}:${countRejected ? 1 : 0}:${pad}:${leaseTtl}`;
 }
 

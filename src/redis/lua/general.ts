@@ -54,7 +54,7 @@ end
 
 -- A time-based state's TTL: it expires when back to full (plus the pad), as a fresh one would decide alike.
 local function ttlOf(m, now)
-  local ttl = ceil(m.a.resetAfter(m.c, m.s, now))
+  local ttl = ceil((m.a.expiry or m.a.resetAfter)(m.c, m.s, now))
   if ttl ~= ttl or ttl < 1 then ttl = 1 end
   return ttl + m.c.pad
 end
@@ -101,9 +101,13 @@ local function decide(op, permits, ms, now)
     return ''
   end
   if op == 'r' then
-    -- A refund: the member's \`lease\` field carries the grant's reset time from now.
+    -- A refund: the member's \`lease\` field carries the grant's reset time from now, and 'z' after it when the
+    -- grant left no permits.
     for _, m in ipairs(ms) do
-      if m.a.refund and m.a.refund(m.c, m.s, permits, tonumber(m.lease) or 0, now) then m.dirty = true end
+      local text = m.lease
+      local emptied = byte(text, -1) == 122
+      if emptied then text = text:sub(1, -2) end
+      if m.a.refund and m.a.refund(m.c, m.s, permits, tonumber(text) or 0, now, emptied) then m.dirty = true end
     end
     return ''
   end
@@ -153,7 +157,9 @@ local function decide(op, permits, ms, now)
       if wait == wait and (longest ~= longest or wait > longest) then longest = wait end
     end
   end
-  return '0,' .. blocked .. ',' .. num(retry) .. ',' .. num(longest) .. ',' .. num(max(0, m.a.available(m.c, m.s))) .. ',' .. num(m.a.resetAfter(m.c, m.s, now))
+  local res = '0,' .. blocked .. ',' .. num(retry) .. ',' .. num(longest) .. ',' .. num(max(0, m.a.available(m.c, m.s))) .. ',' .. num(m.a.resetAfter(m.c, m.s, now))
+  if m.a.locked and m.a.locked(m.c, m.s) then res = res .. ',l' end
+  return res
 end
 
 -- Decides a request and writes what changed. A member taken from the known states is checked by its write
@@ -256,12 +262,14 @@ local function singleTry(c, raw, origin, blocked, op, permits, now)
     end
     local retry = num(a.retryAfter(c, s, now, need))
     res = '0,1,' .. retry .. ',' .. retry .. ',' .. num(max(0, a.available(c, s))) .. ',' .. num(a.resetAfter(c, s, now))
+    -- A lockout says the key is locked out (the reason 'locked').
+    if a.locked and a.locked(c, s) then res = res .. ',l' end
   end
   if not dirty then return res end
   if keepTtl or before ~= nil and a.sameExpiry ~= nil and a.sameExpiry(c, before, second, s, now) then
     return res, mpack(unpack(s))
   end
-  local ttl = ceil(a.resetAfter(c, s, now))
+  local ttl = ceil((a.expiry or a.resetAfter)(c, s, now))
   if ttl ~= ttl or ttl < 1 then ttl = 1 end
   return res, mpack(unpack(s)), ttl + c.pad
 end
