@@ -87,8 +87,7 @@ export class ChainLimiter<R = void> implements MemoryLimiter {
 
   /** What member `i` is asked for when the chain is asked for `permits`. */
   private permitsOf(i: number, permits: number): number {
-    const oneEach = this.oneEach;
-    return oneEach !== undefined && oneEach[i] && permits > 1 ? 1 : permits;
+    return this.oneEach?.[i] && permits > 1 ? 1 : permits;
   }
 
   /** The store that decides it: its members' (memory). */
