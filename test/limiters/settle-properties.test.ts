@@ -6,7 +6,6 @@ import { fixedWindow, type Lease, slidingWindow, tokenBucket } from '../../src/i
 const RUNS = Number(process.env.FLOODGATE_PROPERTY_RUNS ?? 200);
 const LIMIT = 100;
 
-
 const reserve = fc.record({ op: fc.constant('reserve' as const), estimate: fc.integer({ min: 1, max: 60 }) });
 const settle = fc.record({
   op: fc.constant('settle' as const),
