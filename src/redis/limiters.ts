@@ -314,6 +314,13 @@ export function checkSpec(where: string, spec: unknown): asserts spec is Limiter
       `${where}: a Redis store cannot run algorithm ${JSON.stringify(s.algorithm.kind)}${adaptive}; it runs fixedWindow(...), slidingWindow(...), tokenBucket(...) and concurrency(...), and a limiter of your own in memory only`,
     );
   }
+  // A cost limiter's grants are settled (lease.settle), which the scripts do not do yet.
+  const unit = (s.options as { unit?: unknown } | undefined)?.unit;
+  if (unit !== undefined && unit !== 'requests') {
+    throw new TypeError(
+      `${where}: a Redis store cannot settle costs yet; this limiter counts ${JSON.stringify(unit)} (its unit option): run it in memory, or without a unit`,
+    );
+  }
   // Sent with every call as they are now: a later setLimit on them could not reach Redis.
   s.freeze?.(where);
 }

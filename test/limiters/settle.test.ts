@@ -255,6 +255,8 @@ describe('chains: each member counts what it says', () => {
       maxPartitions: 2,
     });
     assert.equal(perUser.unit, 'tokens');
+    const tiers = partitioned({ key: (user: string) => user, limiter: () => perUser.spec! });
+    assert.equal(tiers.unit, 'requests', 'a limiter chosen per key counts requests');
     const a = perUser.tryAcquire('a', 1);
     perUser.tryAcquire('b', 1);
     clock.set(1000); // both full again: droppable
@@ -300,4 +302,14 @@ describe('queues: a large reservation is not starved', () => {
       false,
     );
   });
+});
+
+test('types: a cost is a number, a unit a string', () => {
+  const check = (lease: Lease) => {
+    // @ts-expect-error a cost is a number
+    lease.settle('3');
+    // @ts-expect-error a unit is a string
+    fixedWindow({ permitLimit: 1, window: 1, unit: 3 });
+  };
+  assert.equal(typeof check, 'function');
 });
