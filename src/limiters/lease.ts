@@ -44,8 +44,8 @@ export interface LeaseFields {
 
 const NO_METADATA: LeaseMetadata = Object.freeze({});
 
-/** A real cost: a whole number ≥ 0, or a TypeError/RangeError naming the call and the value. */
-function checkCost(actual: unknown): asserts actual is number {
+/** @internal A real cost: a whole number ≥ 0, or a TypeError/RangeError naming the call and the value. */
+export function checkCost(actual: unknown): asserts actual is number {
   if (typeof actual !== 'number') {
     throw new TypeError(
       `floodgate: lease.settle(actual): actual must be a whole number ≥ 0; got ${show(actual)}`,
@@ -467,7 +467,7 @@ export class ChainLease extends Lease {
   }
 
   /** The members' leases a settle reaches: the cost members' (see `Limiter.unit`), or all when there are none. */
-  private settling(): readonly Lease[] {
+  protected settling(): readonly Lease[] {
     const members = this.#members;
     const cost = members.filter((lease) => unitOf(lease.source) !== 'requests');
     return cost.length > 0 ? cost : members;

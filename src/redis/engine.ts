@@ -10,6 +10,7 @@ import { Dispatcher } from './dispatcher.ts';
 import { unavailableAnswer } from './fallback.ts';
 import type { ResolvedOptions } from './options.ts';
 import { decodeNumber, encodeLone, encodeRequest, type MemberCall, type Op, specText } from './protocol.ts';
+import type { SettlePart } from './refund.ts';
 import type { StoreUnavailableError } from './request.ts';
 import { keySlot } from './slot.ts';
 
@@ -44,6 +45,7 @@ export class Engine implements DecisionHost {
       options,
       (binding, op, leaseId) => this.leaseOp(binding, op, leaseId),
       (m, permits, expected) => this.refundOp(m, permits, expected),
+      (parts) => this.settleOp(parts),
     );
   }
 
@@ -284,5 +286,27 @@ export class Engine implements DecisionHost {
     const binding: Binding = { members: [m], partKey: undefined, chain: false };
     this.encodeArgs(args, binding, 'r', permits, String(Math.round(expectedResetMs)), false, this.now());
     this.dispatcher.request([m.key], args).catch(() => {});
+  }
+
+  /**
+   * Settles a lease, or a chain's members together, in one request (op `s`): each member's lease field carries
+   * `delta:expectedResetMs`. A failure leaves the estimates charged, as if never settled.
+   */
+  private settleOp(parts: readonly SettlePart[]): void {
+    const args: string[] = [];
+    const calls: MemberCall[] = parts.map(({ member, delta, expectedResetMs }) => ({
+      key: member.key,
+      spec: this.specOf(member.spec),
+      origin: member.origin,
+      blocked: false,
+      lease: `${delta}:${Math.round(expectedResetMs)}`,
+    }));
+    encodeRequest(args, 's', 0, this.now(), calls);
+    this.dispatcher
+      .request(
+        parts.map((p) => p.member.key),
+        args,
+      )
+      .catch(() => {});
   }
 }

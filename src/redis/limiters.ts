@@ -108,6 +108,11 @@ export class RedisLimiter implements Owner, StoredLimiter {
     return this.spec.algorithm;
   }
 
+  /** What one permit is: its limiter's `unit`. */
+  get unit(): string {
+    return this.spec.options.unit ?? 'requests';
+  }
+
   shapeFor(_key: string): LimitShape {
     return this.spec.algorithm;
   }
@@ -211,6 +216,11 @@ export class RedisPartitionedLimiter<R> implements Owner, StoredLimiter {
     return this.spec?.algorithm;
   }
 
+  /** What one permit is: its limiter's `unit` (`'requests'` when chosen per key). */
+  get unit(): string {
+    return this.spec?.options.unit ?? 'requests';
+  }
+
   shapeFor(key: string): LimitShape {
     return this.algorithmFor(key);
   }
@@ -312,13 +322,6 @@ export function checkSpec(where: string, spec: unknown): asserts spec is Limiter
       s.algorithm.kind === 'concurrency' ? ' (adaptiveConcurrency() learns its limit in one process)' : '';
     throw new TypeError(
       `${where}: a Redis store cannot run algorithm ${JSON.stringify(s.algorithm.kind)}${adaptive}; it runs fixedWindow(...), slidingWindow(...), tokenBucket(...) and concurrency(...), and a limiter of your own in memory only`,
-    );
-  }
-  // A cost limiter's grants are settled (lease.settle), which the scripts do not do yet.
-  const unit = (s.options as { unit?: unknown } | undefined)?.unit;
-  if (unit !== undefined && unit !== 'requests') {
-    throw new TypeError(
-      `${where}: a Redis store cannot settle costs yet; this limiter counts ${JSON.stringify(unit)} (its unit option): run it in memory, or without a unit`,
     );
   }
   // Sent with every call as they are now: a later setLimit on them could not reach Redis.

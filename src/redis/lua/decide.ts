@@ -15,7 +15,8 @@
  * - ops: `t` try (a rejection is charged when `countRejected`), `w` a queued attempt (never charged), `p` peek
  *   (available permits, read-only), `x` release a concurrency lease, `n` renew one (these two touch only the
  *   lease's own entry, in `decideBatch`), `r` refund a time-based grant (each member's `lease` is the grant's
- *   reset time from now, as the client reckons it).
+ *   reset time from now, as the client reckons it), `s` settle a time-based grant (each member's `lease` is
+ *   `delta:expected`: `delta` more charged, past the limit if need be, or `−delta` given back as a refund).
  * - reply: one string, requests separated by ';', a request's fields by ',' — granted `1,remaining₁,reset₁,…`;
  *   rejected `0,index,retryAfter,chainRetryAfter,remaining,resetAfter`; peek `available₁,…`; release and renew
  *   ''. Numbers read back exactly (`num`), '' for none. One string rather than nested arrays: the client
