@@ -9,7 +9,6 @@ import {
   type RejectionReason,
   type ReleaseOutcome,
 } from './lease.ts';
-import { isAnswer, type MemoryLimiter } from './limiter.ts';
 import { DEFAULT_RANK } from './priority.ts';
 import { type Waiter, WaitQueue } from './wait-queue.ts';
 
@@ -493,10 +492,10 @@ export function settle(waiter: CoreWaiter): void {
  * partition a settled lease came from was dropped meanwhile. Nothing is charged when no partition can be had.
  */
 function chargeKey(source: object | undefined, key: string | undefined, permits: number, now: number): void {
-  const limiter = source as Partial<MemoryLimiter> | undefined;
-  if (limiter?.bind === undefined) return;
-  const bound = limiter.bind(key, 0);
-  if (isAnswer(bound) || !(bound.core instanceof LimiterCore)) return;
+  // A memory limiter's `bind` (limiter.ts, which imports this file): a partition, or an answer when none.
+  const limiter = source as { bind?(key: string | undefined, permits: number): object } | undefined;
+  const bound = limiter?.bind?.(key, 0) as { core?: unknown; slot?: number } | undefined;
+  if (!(bound?.core instanceof LimiterCore) || bound.slot === undefined) return;
   bound.core.settleIn(bound.slot, 0, permits, 0, now);
 }
 

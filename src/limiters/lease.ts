@@ -196,7 +196,7 @@ export class Lease implements Disposable {
    * A chain's lease settles every member that counts cost (see `unit`); a member that counts requests took one
    * permit and is never settled. Throws — changing nothing — for a cost that is not a whole number ≥ 0, a
    * second settle, a settle after {@link refund}, a rejected lease, and a lease with nothing reserved (a
-   * concurrency lease, a zero-permit probe, a lease of a Redis store).
+   * concurrency lease, a zero-permit probe). On a Redis store a settle is one command (a chain's: one request).
    */
   settle(actual: number): void {
     checkCost(actual);
@@ -211,7 +211,7 @@ export class Lease implements Disposable {
       );
     }
     return new TypeError(
-      'floodgate: lease.settle(): this lease reserved nothing to settle; only a grant of fixedWindow, slidingWindow or tokenBucket in memory (alone, partitioned or chained) that took permits can be settled',
+      'floodgate: lease.settle(): this lease reserved nothing to settle; only a grant of fixedWindow, slidingWindow or tokenBucket (alone, partitioned or chained, in memory or on Redis) that took permits can be settled',
     );
   }
 

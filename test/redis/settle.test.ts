@@ -128,7 +128,11 @@ test('fixed window: debt carried window after window, on Redis as in memory (wit
       for (const n of [1, 10]) {
         const l = memory.tryAcquire(n);
         const r = await redis.tryAcquire(n);
-        assert.deepEqual(fields(r), fields(l), `window ${window}, ${n} asked, countRejected ${countRejected}`);
+        assert.deepEqual(
+          fields(r),
+          fields(l),
+          `window ${window}, ${n} asked, countRejected ${countRejected}`,
+        );
       }
       clock.advance(100);
     }
