@@ -158,6 +158,7 @@ export class Gate {
     origin: string,
     signal: AbortSignal | undefined,
     mode: OnLimited = this.config.onLimited,
+    permits = 1,
   ): Promise<Lease | RateLimitedError> {
     let heldByPause = false;
     const pausedFor = (ms: number): RateLimitedError | undefined => {
@@ -176,7 +177,7 @@ export class Gate {
         await sleep(wait, signal);
         continue;
       }
-      const lease = await this.config.limiter.acquire(key, 1, signal ? { signal } : undefined);
+      const lease = await this.config.limiter.acquire(key, permits, signal ? { signal } : undefined);
       if (!lease.granted) {
         // A limiter without a queue says 'limit': 'wait' then sleeps until a permit could be had and asks again.
         // A full queue ('queue-full', 'evicted') is the bound the user set, and an overflowing partition table
