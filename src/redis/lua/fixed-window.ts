@@ -52,9 +52,9 @@ local FW = {
     return true
   end,
   -- Same window, and the stored TTL was already its end (count > 0): the key's expiry stands (SET KEEPTTL).
-  -- Not when in debt: its expiry is windows further (see \`resetAfter\`).
+  -- Not when now in debt: its expiry is windows further (see \`resetAfter\`). A longer expiry kept is harmless.
   sameExpiry = function(m, oldStart, oldCount, s)
-    return oldStart == s[1] and oldCount > 0 and oldCount <= m.limit and s[2] <= m.limit
+    return oldStart == s[1] and oldCount > 0 and s[2] <= m.limit
   end,
 }
 
@@ -81,7 +81,8 @@ local function fixedWindowTry(c, raw, origin, blocked, op, permits, now)
     if c.countRejected or debt <= 0 then count = 0 else count = debt end
   end
   local dirty = start ~= before
-  local keepTtl = before ~= nil and before == start and second > 0 and second <= limit
+  -- (A grant never leaves the count over the limit: a stored expiry for debt, windows further, is kept.)
+  local keepTtl = before ~= nil and before == start and second > 0
   local need = permits
   if need == 0 then need = 1 end
   local res
