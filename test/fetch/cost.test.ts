@@ -62,6 +62,12 @@ test('an answer without usage keeps the estimate; a reader of your own decides t
   });
   await (await custom(provider.url('/none'))).text();
   await eventually(() => left() === 10_000 - 100 - 11);
+  for (const actual of [() => Promise.reject(new Error('no')), () => Number.NaN, () => -5]) {
+    const broken = rateLimitedFetch({ limiter, cost: { estimate: () => 1, actual } });
+    await (await broken(provider.url('/none'))).text();
+  }
+  for (let i = 0; i < 100; i++) await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(left(), 10_000 - 100 - 11 - 3, 'a rejection or a bad number keeps the estimate');
 });
 
 test('sseUsage and jsonUsage read the usage shapes of both providers', async () => {
