@@ -106,7 +106,8 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions): RateLimitedF
       const status = response.status;
       const header = (name: string) => response.headers.get(name);
       gate.settle(key, { status }, false);
-      const paused = gate.observe(key, status, header) !== undefined;
+      // Only a refusal that paused is retried: an answer that only said nothing is left is the caller's.
+      const paused = gate.observe(key, status, header) !== undefined && gate.refuses(status);
       if (replayable && !signal?.aborted) {
         const decision = gate.retryAfter(key, origin, method, attempt, { status }, paused, header);
         if (decision.retry) {

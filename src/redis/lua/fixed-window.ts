@@ -33,12 +33,17 @@ local FW = {
   available = function(m, s) return m.limit - s[2] end,
   take = function(m, s, n) s[2] = s[2] + n end,
   retryAfter = function(m, s, now, n)
-    if m.limit - s[2] >= n then return 0 end
-    return s[1] + fwWindows(m, s[2], n) * m.p1 - now
+    local count = s[2]
+    if m.limit - count >= n then return 0 end
+    -- Not in debt (the common case, a chain's every grant): no call.
+    if count <= m.limit or m.countRejected then return s[1] + m.p1 - now end
+    return s[1] + fwWindows(m, count, n) * m.p1 - now
   end,
   resetAfter = function(m, s, now)
-    if s[2] == 0 then return 0 end
-    return s[1] + fwWindows(m, s[2], m.limit) * m.p1 - now
+    local count = s[2]
+    if count == 0 then return 0 end
+    if count <= m.limit or m.countRejected then return s[1] + m.p1 - now end
+    return s[1] + ceil(count / m.limit) * m.p1 - now
   end,
 
   isFull = function(m, s) return s[2] <= 0 end,
