@@ -1,5 +1,6 @@
 import { describe } from '../duration.ts';
 import type { Lease } from '../limiters/lease.ts';
+import { rejectUnknown } from '../options/known.ts';
 
 /**
  * The cost of a call, for a limiter that counts cost (`unit: 'tokens'`…): each call asks for an estimate and is
@@ -22,7 +23,7 @@ export interface CostConfig {
   actual: ((response: Response) => number | undefined | PromiseLike<number | undefined>) | undefined;
 }
 
-const NAMES = ['estimate', 'actual'];
+const NAMES = ['estimate', 'actual'] as const;
 
 /** `cost` checked: a TypeError naming the option and the value. */
 export function costConfig(
@@ -34,10 +35,7 @@ export function costConfig(
   if (cost === null || typeof cost !== 'object') {
     throw new TypeError(`${kind}: cost must be an object { estimate, actual? }; got ${describe(cost)}`);
   }
-  for (const name of Object.keys(cost)) {
-    if (!NAMES.includes(name))
-      throw new TypeError(`${kind}: unknown option "cost.${name}" (known: estimate, actual)`);
-  }
+  rejectUnknown(`${kind}: cost`, cost, NAMES);
   const { estimate, actual } = cost as Partial<CostOptions>;
   if (typeof estimate !== 'function') {
     throw new TypeError(

@@ -101,7 +101,7 @@ test('bad cost options and estimates: errors naming them', async () => {
     () => rateLimitedFetch({ limiter: budget(), cost: { estimate: () => 1, guess: 1 } as never }),
     {
       name: 'TypeError',
-      message: /unknown option "cost.guess"/,
+      message: /^rateLimitedFetch: cost: unknown option "guess"/,
     },
   );
   assert.throws(
