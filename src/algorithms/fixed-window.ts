@@ -73,8 +73,9 @@ export class FixedWindow implements Algorithm {
   resetAfter(s: Float64Array, o: number, now: number): number {
     const count = s[o + 1];
     if (count === 0) return 0;
-    const k = this.carry && count > this.limit ? Math.ceil(count / this.limit) : 1;
-    return s[o] + k * this.windowMs - now;
+    // In debt (only a settle leaves a count over the limit): each further window pays `limit` of it.
+    if (count > this.limit && this.carry) return s[o] + Math.ceil(count / this.limit) * this.windowMs - now;
+    return s[o] + this.windowMs - now;
   }
 
   /**
