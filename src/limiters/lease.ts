@@ -12,9 +12,17 @@ export interface ReleaseOutcome {
 /**
  * Why a lease was not granted: `'limit'` (no permits), `'queue-full'`, `'evicted'` (a newer or higher-class
  * waiter took its place), `'overflow'` (a partitioned limiter full of live partitions), `'unavailable'` (the
- * store could not be asked and its fallback refused), or a limiter's own reason.
+ * store could not be asked and its fallback refused), `'locked'` (the key is locked: `retryAfterMs` is the time
+ * left on the lock), or a limiter's own reason.
  */
-export type RejectionReason = 'limit' | 'queue-full' | 'evicted' | 'overflow' | 'unavailable' | (string & {});
+export type RejectionReason =
+  | 'limit'
+  | 'queue-full'
+  | 'evicted'
+  | 'overflow'
+  | 'unavailable'
+  | 'locked'
+  | (string & {});
 
 /** What a lease says about how it was decided, beyond its fields. */
 export interface LeaseMetadata {
