@@ -60,7 +60,8 @@ export class Answers {
     const m = members[index];
     // A queued attempt that fails is not a rejection: the request keeps waiting.
     if (permits > 0 && op === 't') m.owner.rejected++;
-    const lease = Lease.rejected(reason, {
+    // A trailing `L`: the key is locked (see `lua/admin.ts`).
+    const lease = Lease.rejected(reply.length > 6 && reply[6] === 'L' ? 'locked' : reason, {
       retryAfterMs: decodeNumber(reply[2]),
       limit: m.spec.algorithm.limit,
       remaining: Number(reply[4]),

@@ -1,7 +1,13 @@
 import type { Algorithm } from '../algorithms/algorithm.ts';
 
 /** The operations of the decision script (see `lua/decide.ts`). */
-export type Op = 't' | 'w' | 'p' | 'x' | 'n' | 'r';
+export type Op = 't' | 'w' | 'p' | 'x' | 'n' | 'r' | AdminOp;
+
+/**
+ * Key administration (see `lua/admin.ts`): `s` state, `z` reset, `l` lock, `u` unlock, `g` charge, `v` give
+ * back.
+ */
+export type AdminOp = 's' | 'z' | 'l' | 'u' | 'g' | 'v';
 
 /** Arguments per member the script reads, in order: `spec, origin, blocked, lease`. */
 export const MEMBER_ARGS = 4;

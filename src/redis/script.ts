@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { ADMIN } from './lua/admin.ts';
 import { CONCURRENCY } from './lua/concurrency.ts';
 import { DECIDE } from './lua/decide.ts';
 import { FIXED_WINDOW } from './lua/fixed-window.ts';
@@ -31,7 +32,7 @@ export interface Script {
  * instead of once per call — most of the server time a decision took as a script.
  */
 export const DECIDE_SCRIPT: Script = script(
-  [PRELUDE, FIXED_WINDOW, SLIDING_WINDOW, TOKEN_BUCKET, CONCURRENCY, GENERAL, PAIR_CHAIN, DECIDE].join('\n'),
+  [PRELUDE, FIXED_WINDOW, SLIDING_WINDOW, TOKEN_BUCKET, CONCURRENCY, GENERAL, PAIR_CHAIN, ADMIN, DECIDE].join('\n'),
 );
 
 function script(body: string): Script {
