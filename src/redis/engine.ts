@@ -180,7 +180,8 @@ export class Engine implements DecisionHost {
     this.encodeArgs(args, binding, op, permits, arg, false, this.now());
     const reply = await this.dispatcher.request([m.key], args);
     if (op !== 's' && this.blockedUntil.size > 0) {
-      for (const key of this.blockedUntil.keys()) if (key.split('\n').includes(m.key)) this.blockedUntil.delete(key);
+      for (const key of this.blockedUntil.keys())
+        if (key.split('\n').includes(m.key)) this.blockedUntil.delete(key);
     }
     return reply;
   }

@@ -2,8 +2,8 @@ import { type Duration, describe, parseDuration } from '../duration.ts';
 import type { KeyState } from '../limiters/key-state.ts';
 import { keyFor } from '../limiters/keyed.ts';
 import type { Lease } from '../limiters/lease.ts';
-import { checkCount } from '../limiters/partitioned.ts';
 import type { LimitShape, StoredLimiter } from '../limiters/limiter.ts';
+import { checkCount } from '../limiters/partitioned.ts';
 import type { AcquireOptions, LimiterSpec, Statistics } from '../limiters/rate-limiter.ts';
 import type { RemoteStore } from '../limiters/store.ts';
 import { rejectUnknown } from '../options/known.ts';
@@ -285,7 +285,7 @@ export class RedisPartitionedLimiter<R> implements Owner, StoredLimiter {
    * an unknown key. One round trip.
    */
   async reset(key: string): Promise<void> {
-    await this.context.engine.admin(this.adminMember('reset', key), 'z', 0, '');
+    await this.administer(this.adminMember('reset', key), 'z', 0, '');
   }
 
   /**
@@ -296,12 +296,12 @@ export class RedisPartitionedLimiter<R> implements Owner, StoredLimiter {
   async lock(key: string, duration: Duration): Promise<void> {
     const m = this.adminMember('lock', key);
     const ms = Math.ceil(parseDuration('store.partitioned.lock: duration', duration));
-    await this.context.engine.admin(m, 'l', 0, String(ms));
+    await this.administer(m, 'l', 0, String(ms));
   }
 
   /** Ends `key`'s lock in every process; nothing when it is not locked. One round trip. */
   async unlock(key: string): Promise<void> {
-    await this.context.engine.admin(this.adminMember('unlock', key), 'u', 0, '');
+    await this.administer(this.adminMember('unlock', key), 'u', 0, '');
   }
 
   /**
@@ -323,7 +323,21 @@ export class RedisPartitionedLimiter<R> implements Owner, StoredLimiter {
   async giveBack(key: string, permits: number): Promise<void> {
     const m = this.adminMember('giveBack', key);
     checkCount('store.partitioned.giveBack: permits', permits);
-    if (permits > 0) await this.context.engine.admin(m, 'v', permits, '');
+    if (permits > 0) await this.administer(m, 'v', permits, '');
+  }
+
+  /**
+   * One key changed by `op`; the waiters on it in this process ask Redis again now (they may fit, or meet the
+   * lock).
+   */
+  private async administer(
+    m: BoundMember,
+    op: 'z' | 'l' | 'u' | 'v',
+    permits: number,
+    arg: string,
+  ): Promise<void> {
+    await this.context.engine.admin(m, op, permits, arg);
+    this.context.waiting.wakeKey(m.key);
   }
 
   /** `key`'s member for an administrative operation, or a TypeError naming it. */

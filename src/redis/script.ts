@@ -32,7 +32,9 @@ export interface Script {
  * instead of once per call — most of the server time a decision took as a script.
  */
 export const DECIDE_SCRIPT: Script = script(
-  [PRELUDE, FIXED_WINDOW, SLIDING_WINDOW, TOKEN_BUCKET, CONCURRENCY, GENERAL, PAIR_CHAIN, ADMIN, DECIDE].join('\n'),
+  [PRELUDE, FIXED_WINDOW, SLIDING_WINDOW, TOKEN_BUCKET, CONCURRENCY, GENERAL, PAIR_CHAIN, ADMIN, DECIDE].join(
+    '\n',
+  ),
 );
 
 function script(body: string): Script {

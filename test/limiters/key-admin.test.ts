@@ -150,7 +150,11 @@ test('charge and giveBack without a request; a concurrency give-back returns onl
   clock.advance(250);
   sliding.tryAcquire('s', 2);
   sliding.giveBack('s', 3);
-  assert.equal(sliding.state('s')?.remaining, 3, 'newest segment first, then the older one still in the window');
+  assert.equal(
+    sliding.state('s')?.remaining,
+    3,
+    'newest segment first, then the older one still in the window',
+  );
 
   const held = partitioned({ key: byKey, limiter: concurrency({ permitLimit: 3, clock }) });
   const lease = held.tryAcquire('c');

@@ -173,4 +173,57 @@ for (const [name, connect] of Object.entries(clients)) {
     await new Promise((resolve) => setTimeout(resolve, 50));
     assert.equal(await limiter.state('c'), undefined, 'nothing held: nothing left in Redis');
   });
+
+  test(`${name}: a chain's state per member and the tightest; reset and unlock wake this process's waiters`, async (t) => {
+    const c = await connect(server.port);
+    t.after(() => c.close());
+    const clock = { t: 1_000_000, now: () => clock.t };
+    const store = redisStore({ client: c.client, timeoutMs: 3000, onUnavailable: 'fail-closed', clock });
+    const window = store.partitioned({
+      name: uniqueName(),
+      key: byKey,
+      limiter: fixedWindow({ permitLimit: 2, window: 60_000, queueLimit: 4 }),
+    });
+    const bucket = store.partitioned({
+      name: uniqueName(),
+      key: byKey,
+      limiter: tokenBucket({ tokenLimit: 5, tokensPerPeriod: 1, period: 1000 }),
+    });
+    const both = store.chain(window, bucket);
+    assert.equal(await both.state('k'), undefined);
+    await both.tryAcquire('k');
+    const state = await both.state('k');
+    assert.equal(state?.remaining, 1, 'the window is the tightest');
+    assert.deepEqual(
+      state?.members.map((m) => m?.remaining),
+      [1, 4],
+    );
+    await both.lock('k', 5000);
+    assert.equal((await both.state('k'))?.lockedForMs, 5000);
+    await both.unlock('k');
+    await both.charge('k', 1);
+    assert.equal((await bucket.state('k'))?.remaining, 3);
+    await both.giveBack('k', 1);
+    assert.equal((await bucket.state('k'))?.remaining, 4);
+
+    // A waiter sleeping until the 60 s window ends asks again as soon as the key is reset.
+    await window.tryAcquire('w', 2);
+    const waiting = window.acquire('w');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal((await window.state('w'))?.queued, 1);
+    await window.reset('w');
+    const timeout = new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), 5000).unref());
+    const served = await Promise.race([waiting, timeout]);
+    assert.ok(served !== 'late' && served.granted, 'woken by the reset, not by the end of the window');
+
+    // A lock answers a waiter at once, as in memory.
+    await window.tryAcquire('w');
+    const queued = window.acquire('w');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await window.lock('w', 30_000);
+    const answered = await Promise.race([queued, timeout]);
+    assert.ok(answered !== 'late' && answered.reason === 'locked');
+    await both.reset('k');
+    await window.reset('w');
+  });
 }
