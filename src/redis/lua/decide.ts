@@ -93,6 +93,8 @@ local function lone(c, key, origin, blocked, lease, op, permits, now)
     -- Locked (see \`lockEnd\`): rejected while the lock is in force; once it ended, decided on the state under
     -- it, written back without it.
     local untilMs, under = lockEnd(raw)
+    -- Forgotten as known: the next decision reads Redis's state (one GET) rather than guessing and undoing.
+    if SPECULATE then known[key] = nil end
     if untilMs > now then return lockedText(1, untilMs - now) end
     if under then call('SET', key, under, 'KEEPTTL') else call('DEL', key) end
     raw = under

@@ -15,6 +15,7 @@ local function fill(m, now)
   if raw and byte(raw, 1) == LOCK_BYTE then
     local untilMs, under = lockEnd(raw)
     m.locked = true
+    if SPECULATE then known[m.key] = nil end
     if untilMs > now then m.lockUntil = untilMs end
     raw = under
   end
