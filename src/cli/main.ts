@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
-import { BURST_USAGE, parseCommand, TOUR_USAGE, USAGE, UsageError } from './args.ts';
+import { BURST_USAGE, KEYS_USAGE, parseCommand, TOUR_USAGE, USAGE, UsageError } from './args.ts';
 import { runBurst } from './burst.ts';
+import { runKeys } from './keys.ts';
 import { chapters, runTour } from './tour/index.ts';
 
 /** The package's version, from the package.json two levels up (from src/cli and from dist/cli alike). */
@@ -12,7 +13,7 @@ function version(): string {
   return pkg.version;
 }
 
-const HELP = { floodgate: USAGE, tour: TOUR_USAGE, burst: BURST_USAGE };
+const HELP = { floodgate: USAGE, tour: TOUR_USAGE, burst: BURST_USAGE, keys: KEYS_USAGE };
 
 /** Runs the command line; resolves to the exit code (2 for a command line it cannot run). */
 async function main(argv: string[]): Promise<number> {
@@ -52,6 +53,8 @@ async function main(argv: string[]): Promise<number> {
       });
       return stop.signal.aborted ? 130 : code;
     }
+    case 'keys':
+      return runKeys(command.options, { out: process.stdout, err: process.stderr });
   }
 }
 

@@ -65,8 +65,7 @@ local function adminLeases(op, permits, key, c, arg, now)
     if call('PTTL', key) < c.leaseTtl + c.pad then call('PEXPIRE', key, c.leaseTtl + c.pad) end
   elseif op == 'l' then
     local ms = tonumber(arg)
-    call('ZADD', key, num(now + ms), LOCK_ENTRY)
-    if call('PTTL', key) < ceil(ms) + c.pad then call('PEXPIRE', key, ceil(ms) + c.pad) end
+    lockLeases(key, now + ms, ceil(ms) + c.pad)
   end
   return ''
 end
@@ -112,7 +111,7 @@ local function admin(op, permits, c, key, origin, arg, now)
   local ttl = ceil(a.resetAfter(c, s, now))
   if ttl ~= ttl or ttl < 1 then ttl = 1 end
   if lock then
-    packed = mpack('L', num(lock)) .. packed
+    packed = lockedState(lock, packed)
     ttl = max(ttl, ceil(lock - now))
   end
   call('SET', key, packed, 'PX', ttl + c.pad)

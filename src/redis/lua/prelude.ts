@@ -93,6 +93,15 @@ local function lockEnd(raw)
   local rest = sub(raw, 4 + n)
   return tonumber(sub(raw, 4, 3 + n)), rest ~= '' and rest
 end
+-- \`under\` (a packed state, or false) locked until \`untilMs\`.
+local function lockedState(untilMs, under)
+  return mpack('L', num(untilMs)) .. (under or '')
+end
+-- A concurrency key locked until \`untilMs\`, kept at least \`ttl\` ms.
+local function lockLeases(key, untilMs, ttl)
+  call('ZADD', key, num(untilMs), LOCK_ENTRY)
+  if call('PTTL', key) < ttl then call('PEXPIRE', key, ttl) end
+end
 -- The rejection of member j by a lock \`left\` ms before its end: remaining 0 and reset at its end, so the
 -- header fields agree with Retry-After; the trailing \`L\` says why.
 local function lockedText(j, left)
