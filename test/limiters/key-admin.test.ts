@@ -291,3 +291,18 @@ test('property: concurrency never holds more than its limit, whatever the order 
     { numRuns: 200 },
   );
 });
+
+test('types: memory answers synchronously, the Redis store with promises; KeyState and ChainKeyState', () => {
+  const limiter = partitioned({ key: byKey, limiter: fixedWindow({ permitLimit: 1, window: 1000 }) });
+  const state: KeyState | undefined = limiter.state('a');
+  // @ts-expect-error memory is synchronous: no promise
+  limiter.state('a')?.then;
+  // @ts-expect-error a key is a string
+  assert.throws(() => limiter.reset(42));
+  const both = chain(limiter);
+  const members: readonly (KeyState | undefined)[] | undefined = both.state('a')?.members;
+  // @ts-expect-error lock takes a duration: a number of ms or a string such as '15m'
+  assert.throws(() => limiter.lock('a', '15 minutes'));
+  assert.equal(state, undefined);
+  assert.equal(members, undefined);
+});
