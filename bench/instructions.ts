@@ -1,0 +1,185 @@
+/**
+ * `npm run bench:instructions`: CPU instructions per in-process decision, the working tree's `src` beside a fixed
+ * reference commit's, counted under `valgrind --tool=callgrind`. The count does not move with the load of the
+ * machine (wall time on the 2-core VM moves ±20 % between identical runs), so it can resolve a few per cent.
+ *
+ * How: one decision script (`decisions.ts` below) is bundled by esbuild twice, once against `src` of the working
+ * tree and once against `src` of {@link REFERENCE} (extracted with `git archive`). Each bundle runs under callgrind
+ * with `node --single-threaded` (V8 compiles and collects on the main thread, so both are counted every time;
+ * without it background compilation moves one build's count ±20 %) for LONG and SHORT decisions of one scenario;
+ * the difference divided by LONG − SHORT is the cost of one decision at steady state, with start-up, module
+ * loading, set-up and the first optimising compilations cancelled out.
+ *
+ * Run it before merging a change to `src/limiters`, `src/algorithms` or the HTTP hot path, and put the ratio in
+ * the commit message. When a change beats the reference on every scenario, make that commit the new reference.
+ *
+ *   npm run bench:instructions
+ *   REF=<commit> (compare with another commit)   ONLY=hot,chain (scenarios)   LONG=600000 SHORT=100000
+ *   PARALLEL=2 (valgrind children at once; counts do not depend on load)   KEEP=1 (keep the temp dir)
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { build } from 'esbuild';
+
+/**
+ * The reference: the build of 30 November 2026 (issue #24), before the engine grew. Replace it with the commit
+ * that beats it on every scenario, and say so in that commit's message.
+ */
+export const REFERENCE = 'a8de324';
+
+const LONG = Number(process.env.LONG ?? 600_000);
+const SHORT = Number(process.env.SHORT ?? 100_000);
+const PARALLEL = Number(process.env.PARALLEL ?? 2);
+
+/** The scenarios: each name is a branch of the decision script. */
+const SCENARIOS: Record<string, string> = {
+  hot: 'hot key, partitioned fixedWindow tryAcquire',
+  one: 'one limiter, fixedWindow tryAcquire',
+  random: '100 000 random keys, partitioned fixedWindow',
+  chain: 'chain(partitioned fixedWindow, fixedWindow), hot key',
+  rejected: 'hot key rejected, partitioned fixedWindow',
+};
+
+/**
+ * The decision script, written against the public API both builds share (`partitioned`, `fixedWindow`, `chain`,
+ * `tryAcquire`, `lease.granted`). Set-up (limiters, keys, one pass that creates every partition) runs in both
+ * counts and cancels; only the loop differs.
+ */
+const DECISIONS = `
+import { chain, fixedWindow, partitioned } from 'SRC/index.ts';
+const [scenario, count] = [process.argv[2], Number(process.argv[3])];
+const HUGE = 1_000_000_000;
+const fw = (permitLimit = HUGE) => fixedWindow({ permitLimit, window: '1h' });
+const byKey = (limiter) => partitioned({ key: (k) => k, limiter, maxPartitions: 1_000_000 });
+let granted = 0;
+if (scenario === 'hot') {
+  const limiter = byKey(fw());
+  for (let i = 0; i < count; i++) if (limiter.tryAcquire('hot-key').granted) granted++;
+} else if (scenario === 'one') {
+  const limiter = fw();
+  for (let i = 0; i < count; i++) if (limiter.tryAcquire().granted) granted++;
+} else if (scenario === 'random') {
+  const limiter = byKey(fw());
+  // Deterministic keys of 36 characters (a UUID's length), the same in both builds and both counts.
+  const keys = Array.from({ length: 100_000 }, (_, i) => 'k' + String(i * 7919 % 1_000_003).padStart(35, '0'));
+  for (const key of keys) limiter.tryAcquire(key);
+  let x = 12345;
+  for (let i = 0; i < count; i++) {
+    x = (x * 1103515245 + 12345) & 0x7fffffff;
+    if (limiter.tryAcquire(keys[x % 100_000]).granted) granted++;
+  }
+} else if (scenario === 'chain') {
+  const limiter = chain(byKey(fw()), fw());
+  for (let i = 0; i < count; i++) if (limiter.tryAcquire('hot-key').granted) granted++;
+} else if (scenario === 'rejected') {
+  const limiter = byKey(fw(1));
+  for (let i = 0; i < count; i++) if (limiter.tryAcquire('hot-key').granted) granted++;
+} else {
+  throw new Error('unknown scenario ' + scenario);
+}
+if (granted < 0) console.log(granted);
+`;
+
+const root = new URL('..', import.meta.url).pathname;
+const work = mkdtempSync(join(tmpdir(), 'floodgate-instructions-'));
+const ref = process.env.REF ?? REFERENCE;
+const refCommit = execFileSync('git', ['rev-parse', '--short', ref], { cwd: root, encoding: 'utf8' }).trim();
+
+/** Bundles the decision script against one `src` directory into one ES module file. */
+async function bundle(name: string, src: string): Promise<string> {
+  const dir = join(work, name);
+  mkdirSync(dir, { recursive: true });
+  const entry = join(dir, 'decisions.mjs');
+  writeFileSync(entry, DECISIONS.replace('SRC', src));
+  const out = join(dir, 'bundle.mjs');
+  await build({
+    entryPoints: [entry],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    outfile: out,
+    logLevel: 'error',
+  });
+  return out;
+}
+
+/** Instructions of one whole run of a bundle under callgrind (every thread, start-up included). */
+function instructions(file: string, scenario: string, count: number): Promise<number> {
+  const out = join(work, `callgrind.${scenario}.${count}.${Math.random().toString(36).slice(2)}`);
+  return new Promise((resolve, reject) => {
+    const proc = spawn(
+      'valgrind',
+      [
+        '--tool=callgrind',
+        // V8 writes the code it runs: valgrind must notice code changing on the heap.
+        '--smc-check=all-non-file',
+        `--callgrind-out-file=${out}`,
+        process.execPath,
+        '--single-threaded',
+        file,
+        scenario,
+        String(count),
+      ],
+      { stdio: ['ignore', 'inherit', 'pipe'] },
+    );
+    let stderr = '';
+    proc.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    proc.on('error', reject);
+    proc.on('exit', (code) => {
+      if (code !== 0) return reject(new Error(`${file} ${scenario} ${count}: exit ${code}\n${stderr}`));
+      const totals = /^(?:totals|summary): (\d+)/m.exec(readFileSync(out, 'utf8'));
+      if (totals === null) return reject(new Error(`no totals in ${out}`));
+      resolve(Number(totals[1]));
+    });
+  });
+}
+
+const refDir = join(work, 'reference');
+mkdirSync(refDir);
+execFileSync('sh', ['-c', `git archive ${refCommit} src | tar -x -C ${refDir}`], { cwd: root });
+const builds = {
+  tree: await bundle('tree', join(root, 'src')),
+  reference: await bundle('ref', join(refDir, 'src')),
+};
+const chosen = process.env.ONLY?.split(',') ?? Object.keys(SCENARIOS);
+for (const s of chosen) if (!(s in SCENARIOS)) throw new Error(`unknown scenario ${s}`);
+
+const jobs: Array<{ scenario: string; which: 'tree' | 'reference'; count: number; result?: number }> = [];
+for (const scenario of chosen) {
+  for (const which of ['tree', 'reference'] as const) {
+    for (const count of [LONG, SHORT]) jobs.push({ scenario, which, count });
+  }
+}
+const queue = [...jobs];
+await Promise.all(
+  Array.from({ length: PARALLEL }, async () => {
+    for (let job = queue.shift(); job !== undefined; job = queue.shift()) {
+      job.result = await instructions(builds[job.which], job.scenario, job.count);
+    }
+  }),
+);
+const perDecision = (scenario: string, which: 'tree' | 'reference'): number => {
+  const of = (count: number) =>
+    jobs.find((j) => j.scenario === scenario && j.which === which && j.count === count)!;
+  return (of(LONG).result! - of(SHORT).result!) / (LONG - SHORT);
+};
+
+console.log(
+  `\nInstructions per decision (callgrind, node --single-threaded ${process.version}, ` +
+    `(${LONG} − ${SHORT} decisions) subtracted): working tree vs ${refCommit}`,
+);
+console.log(`${'scenario'.padEnd(56)}${'tree'.padStart(9)}${refCommit.padStart(9)}${'ratio'.padStart(8)}`);
+for (const scenario of chosen) {
+  const tree = perDecision(scenario, 'tree');
+  const reference = perDecision(scenario, 'reference');
+  console.log(
+    `${SCENARIOS[scenario].padEnd(56)}${tree.toFixed(0).padStart(9)}${reference.toFixed(0).padStart(9)}` +
+      `${(tree / reference).toFixed(2).padStart(7)}×`,
+  );
+}
+if (process.env.KEEP === '1') console.log(`kept ${work}`);
+else rmSync(work, { recursive: true, force: true });
