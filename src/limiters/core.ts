@@ -125,14 +125,13 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     slot: number,
     now: number,
   ): { limit: number; remaining: number; resetAfterMs: number | undefined; queued: number } {
-    const o = slot * this.algorithm.width;
-    const s = this.table.states;
-    this.algorithm.advance(s, o, now);
+    // Through peek, which a core of its own (adaptive) overrides.
+    const { available, queued } = this.peek(slot, now);
     return {
       limit: this.algorithm.limit,
-      remaining: Math.max(0, this.algorithm.available(s, o)),
-      resetAfterMs: nanToUndefined(this.algorithm.resetAfter(s, o, now)),
-      queued: this.queues.get(slot)?.permits ?? 0,
+      remaining: available,
+      resetAfterMs: nanToUndefined(this.resetAfter(slot, now)),
+      queued,
     };
   }
 
