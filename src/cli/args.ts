@@ -222,6 +222,8 @@ function parseKeys(args: readonly string[]): Command {
     } catch (error) {
       throw fail((error as Error).message);
     }
+    if (durationMs > 1e12)
+      throw fail(`--for must be at most 1e12 ms (about 31 years); got ${describe(lockFor)}`);
   }
   if (act !== 'list' && (values.count !== undefined || values.cursor !== undefined)) {
     throw fail(`${values.count !== undefined ? '--count' : '--cursor'} is for list, not ${act}`);

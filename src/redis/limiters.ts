@@ -61,6 +61,7 @@ export interface Context {
 }
 
 const SPEC_CACHE = 10_000;
+const MAX_LOCK_MS = 1e12;
 
 /**
  * One limiter state in Redis, shared by every process that uses the same name: the async twin of a memory
@@ -296,6 +297,12 @@ export class RedisPartitionedLimiter<R> implements Owner, StoredLimiter {
   async lock(key: string, duration: Duration): Promise<void> {
     const m = this.adminMember('lock', key);
     const ms = Math.ceil(parseDuration('store.partitioned.lock: duration', duration));
+    // The lock's end is written as a whole number of milliseconds on Redis's clock, and its key's TTL with it.
+    if (ms > MAX_LOCK_MS) {
+      throw new RangeError(
+        `store.partitioned.lock: duration must be at most ${MAX_LOCK_MS} ms (about 31 years); got ${describe(duration)}`,
+      );
+    }
     await this.administer(m, 'l', 0, String(ms));
   }
 

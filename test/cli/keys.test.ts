@@ -52,6 +52,7 @@ describe('floodgate keys: the command line', () => {
     assert.match(usage('lock', 'login', 'alice', '--redis', 'redis://h:1'), /lock needs --for <time>/);
     assert.match(usage('lock', 'login', 'a', '--redis', 'redis://h:1', '--for', 'ever'), /--for must be/);
     assert.match(usage('reset', 'login', 'a', '--redis', 'redis://h:1', '--for', '1m'), /--for is for lock/);
+    assert.match(usage('lock', 'login', 'a', '--redis', 'redis://h:1', '--for', '1e13'), /--for must be/);
     assert.match(usage('show', 'login', 'a', '--redis', 'http://h'), /--redis must be a redis:\/\//);
     assert.match(usage('show', 'login', 'a', '--cluster', 'h'), /--cluster takes host:port/);
     assert.match(usage('show', 'login', 'a', '--redis', 'redis://h:1', '--cluster', 'h:1'), /not both/);

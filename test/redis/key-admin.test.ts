@@ -75,6 +75,7 @@ for (const [name, connect] of Object.entries(clients)) {
       'a key may be locked before its first request',
     );
     await assert.rejects(limiter.lock('a', 0), /store\.partitioned\.lock: duration/);
+    await assert.rejects(limiter.lock('a', 1e13), /store\.partitioned\.lock: duration must be at most/);
     await assert.rejects(limiter.charge('a', -1), /store\.partitioned\.charge: permits .* got -1/);
     await assert.rejects(limiter.state(7 as never), /store\.partitioned\.state: key must be a string; got 7/);
   });
