@@ -5,7 +5,10 @@ set -e
 cd "$(dirname "$0")/.."
 npm ci --no-audit --no-fund
 # Nest 10 for test/nestjs/nest10.test.ts, beside the project's Nest 11 (it skips without it, except in CI).
-npm ci --no-audit --no-fund --prefix test/nestjs/fixtures/nest10
+npm ci --no-audit --no-fund --prefer-offline --prefix test/nestjs/fixtures/nest10
+# A NestJS project's Jest 29 and 30 tests, Vitest, require() and import against the packed package, for
+# test/package/nest-jest.test.ts (it skips without it, except in CI). --prefer-offline: npm's cache first.
+npm ci --no-audit --no-fund --prefer-offline --prefix test/package/fixtures/nest-jest
 if ! command -v redis-server >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server) >/dev/null

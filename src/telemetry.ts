@@ -3,7 +3,7 @@
  * registered, every instrument here is a no-op and costs one property read per call.
  */
 
-import { createRequire } from 'node:module';
+import peerRequire from './peer-require.cts';
 
 /** Attributes attached to a measurement. */
 export type Attributes = Record<string, string | number | boolean>;
@@ -37,7 +37,7 @@ interface Api {
  */
 function loadApi(): Api | undefined {
   try {
-    return createRequire(import.meta.url)('@opentelemetry/api') as Api;
+    return peerRequire('@opentelemetry/api') as Api;
   } catch {
     return undefined;
   }

@@ -72,8 +72,8 @@ Commands:
   help [command]                      this text, or a command's options
 
 Options:
-  -h, --help       show help
-  -V, --version    show the version`;
+  -h, --help         show help
+  -V, -v, --version  show the version`;
 
 export const TOUR_USAGE = `Usage: floodgate tour [chapter...] [--html <file>]
 
@@ -97,11 +97,11 @@ Ctrl-C stops it and prints the report. Exits 1 when no request got an HTTP answe
 
 Options:
   -n, --requests <n>      requests to send (default 100)
-  -c, --concurrency <n>   requests in flight at once (default 10)
+  -c, --concurrency <n>   requests in flight at once (default 10, at most -n)
   -X, --method <method>   request method (default GET, or POST with --data)
   -d, --data <body>       request body
   -H, --header <h>        a request header, 'Name: value' (repeatable)
-  -t, --timeout <time>    time each request may take: 500ms, 10s (default 10s)
+  -t, --timeout <time>    time each request may take, with its unit: 500ms, 10s (default 10s)
   -h, --help              show this help`;
 
 export const KEYS_USAGE = `Usage: floodgate keys <action> <limiter> [key] (--redis <url> | --cluster <host:port,...>) [options]
@@ -135,7 +135,7 @@ export function parseCommand(argv: readonly string[], chapterCount: number): Com
   const [command, ...rest] = argv;
   if (command === undefined) return { kind: 'usage' };
   if (command === '-h' || command === '--help') return { kind: 'help' };
-  if (command === '-V' || command === '--version') return { kind: 'version' };
+  if (command === '-V' || command === '-v' || command === '--version') return { kind: 'version' };
   if (command === 'help') {
     const [topic, ...extra] = rest;
     if (extra.length > 0) throw new UsageError(`unexpected argument ${describe(extra[0])}`);
@@ -151,7 +151,7 @@ export function parseCommand(argv: readonly string[], chapterCount: number): Com
     if (BURST_OPTIONS.includes(option)) {
       throw new UsageError(`${option} is an option of burst: floodgate burst <url> ${command} …`, 'burst');
     }
-    throw new UsageError(unknownMessage('floodgate', 'option', command, ['--help', '--version']));
+    throw new UsageError(unknownMessage('floodgate', 'option', command, ['--help', '--version', '-h', '-v']));
   }
   throw new UsageError(unknownMessage('floodgate', 'command', command, ['tour', 'burst', 'keys', 'help']));
 }
@@ -384,11 +384,20 @@ function count(option: string, text: string | undefined, fallback: number): numb
   return n;
 }
 
+/**
+ * A duration with its unit. A bare number is refused: autocannon's `-t 5` is seconds, curl's `-m 5` too, and
+ * floodgate's options take milliseconds — whichever was meant, the other reading is a thousandfold off.
+ */
 function timeout(text: string | undefined): number {
   if (text === undefined) return 10_000;
+  if (/^\d+(\.\d+)?$/.test(text)) {
+    throw new UsageError(
+      `burst: --timeout needs a unit: ${text}s or ${text}ms; got ${describe(text)}`,
+      'burst',
+    );
+  }
   try {
-    // A bare number is milliseconds, as everywhere in floodgate.
-    return parseDuration('--timeout', /^\d+(\.\d+)?$/.test(text) ? Number(text) : text);
+    return parseDuration('--timeout', text);
   } catch (error) {
     throw new UsageError(`burst: ${(error as Error).message}`, 'burst');
   }

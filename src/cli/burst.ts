@@ -19,9 +19,11 @@ export interface BurstIo {
  * writes the report. Resolves to the exit code: 0 when at least one request got an HTTP answer, else 1.
  */
 export async function runBurst(
-  options: BurstOptions,
+  asked: BurstOptions,
   io: BurstIo = { out: process.stdout, err: process.stderr },
 ): Promise<{ code: number; outcomes: Outcome[] }> {
+  // No more in flight than there are requests to send: the sockets and the report say what really runs.
+  const options = { ...asked, concurrency: Math.min(asked.concurrency, asked.requests) };
   const url = new URL(options.url);
   const client = url.protocol === 'https:' ? https : http;
   const agent = new client.Agent({ keepAlive: true, maxSockets: options.concurrency });
@@ -36,6 +38,13 @@ export async function runBurst(
   const colours = palette(colourFor(io.out, io.env));
   let next = 0;
   let lastProgress = 0;
+  // One listener on the stop signal for the whole burst, not one per request (past ten in flight Node would warn
+  // MaxListenersExceededWarning): it destroys whatever is in flight.
+  const inFlight = new Set<http.ClientRequest>();
+  const stop = () => {
+    for (const req of inFlight) req.destroy(new Error('interrupted'));
+  };
+  io.signal?.addEventListener('abort', stop, { once: true });
   const started = performance.now();
 
   const progress = (force = false) => {
@@ -62,6 +71,7 @@ export async function runBurst(
         if (finished) return;
         finished = true;
         clearTimeout(timer);
+        inFlight.delete(req);
         outcomes.push({
           index,
           sentMs: sent - started,
@@ -72,17 +82,14 @@ export async function runBurst(
         progress();
         resolve();
       };
-      const req = client.request(
-        url,
-        { method: options.method, agent, headers, signal: io.signal },
-        (res) => {
-          res.resume();
-          res.on('end', () =>
-            done({ status: res.statusCode ?? 0, reading: readRateLimit(res.headers, Date.now()) }),
-          );
-          res.on('error', () => done({ status: res.statusCode ?? 0, error: 'aborted' }));
-        },
-      );
+      const req = client.request(url, { method: options.method, agent, headers }, (res) => {
+        res.resume();
+        res.on('end', () =>
+          done({ status: res.statusCode ?? 0, reading: readRateLimit(res.headers, Date.now()) }),
+        );
+        res.on('error', () => done({ status: res.statusCode ?? 0, error: 'aborted' }));
+      });
+      inFlight.add(req);
       const timer = setTimeout(() => {
         req.destroy();
         done({ error: 'timeout' });
@@ -97,8 +104,9 @@ export async function runBurst(
     while (next < options.requests && io.signal?.aborted !== true) await one(next++);
   };
   try {
-    await Promise.all(Array.from({ length: Math.min(options.concurrency, options.requests) }, worker));
+    await Promise.all(Array.from({ length: options.concurrency }, worker));
   } finally {
+    io.signal?.removeEventListener('abort', stop);
     agent.destroy();
   }
   if (live) io.err.write('\r\x1b[2K');

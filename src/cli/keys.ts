@@ -1,4 +1,5 @@
 import type { Writable } from 'node:stream';
+import peerRequire from '../peer-require.cts';
 import type { KeysOptions } from './args.ts';
 import { KEYS_SCRIPT } from './keys-script.ts';
 
@@ -39,7 +40,10 @@ interface Io {
  * key that is not floodgate's).
  */
 export async function runKeys(options: KeysOptions, io: Io): Promise<number> {
-  const ioredis = await import('ioredis').catch(() => undefined);
+  let ioredis: typeof import('ioredis') | undefined;
+  try {
+    ioredis = peerRequire('ioredis') as typeof import('ioredis');
+  } catch {}
   if (ioredis === undefined) {
     io.err.write('floodgate keys: needs the ioredis package (npm install ioredis)\n');
     return 1;

@@ -2,7 +2,15 @@ import { describe } from '../duration.ts';
 import { rejectUnknown } from '../options/known.ts';
 import { EntriesFromRight, forwardedAddress, xffAddress } from './forwarded.ts';
 import { AddressParser, bareAddress, type Parsed, parseTrustedProxies } from './ip-address.ts';
-import { headerOf, type KoaContextLike, peerAddress, type RequestLike, Shape, shapeOf } from './request.ts';
+import {
+  headerOf,
+  type KoaContextLike,
+  nodeRequestOf,
+  peerAddress,
+  type RequestLike,
+  Shape,
+  shapeOf,
+} from './request.ts';
 import { warnOnce } from './warnings.ts';
 
 /** A forwarded header that {@link clientIp} can read. */
@@ -111,7 +119,6 @@ export function clientIp(options: ClientIpOptions = {}): (req: RequestLike) => s
 
   // The last peer's parse, by its address text: requests come in runs from one connection (keep-alive, bursts),
   // and node hands out the same string for every request of a socket.
-  let sampled = 0;
   let lastPeerText: string | undefined;
   let lastPeer: Parsed | undefined;
   const peerOf = (req: RequestLike, shape: Shape): Parsed | undefined => {
@@ -138,10 +145,10 @@ export function clientIp(options: ClientIpOptions = {}): (req: RequestLike) => s
         return (text === undefined ? undefined : addresses.parse(text))?.key ?? UNKNOWN_CLIENT;
       }
       const peer = peerOf(req, shape);
-      // Sampled (the first request, then one in 64): a proxy sends its headers on every request, and looking
-      // for two absent headers on each one would cost more than the rest of the key.
-      if (validate && peer?.local === true && !forwardedWarned && (sampled++ & 63) === 0) {
-        checkForwarded(req, shape);
+      // Every request from a local peer until the warning fired (then never again): the first forwarded header
+      // warns, whatever came before it. Node's raw header names are scanned, which builds no header object.
+      if (validate && peer?.local === true && !forwardedWarned && hasForwardedHeader(req, shape)) {
+        warnUntrustedProxy();
       }
       return peer?.key ?? UNKNOWN_CLIENT;
     };
@@ -265,15 +272,31 @@ function fastifyTrustProxy(req: RequestLike): unknown {
 let forwardedWarned = false;
 let trustAllWarned = false;
 
+/**
+ * Whether `req` carries `X-Forwarded-For` or `Forwarded`. On Node the raw header names are compared by length
+ * first (15 and 9 characters), so a request without them costs a loop over a few string lengths and no header
+ * object is built (node builds `headers` on first read).
+ */
+function hasForwardedHeader(req: RequestLike, shape: Shape): boolean {
+  const raw = nodeRequestOf(req, shape)?.rawHeaders;
+  if (raw === undefined) {
+    return (
+      headerOf(req, 'x-forwarded-for', shape) !== undefined || headerOf(req, 'forwarded', shape) !== undefined
+    );
+  }
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length === 15 || name.length === 9) {
+      const lower = name.toLowerCase();
+      if (lower === 'x-forwarded-for' || lower === 'forwarded') return true;
+    }
+  }
+  return false;
+}
+
 // A loopback or private peer sending forwarded headers is likely the application's own proxy: every client
 // then shares the proxy's key.
-function checkForwarded(req: RequestLike, shape: Shape): void {
-  if (
-    headerOf(req, 'x-forwarded-for', shape) === undefined &&
-    headerOf(req, 'forwarded', shape) === undefined
-  ) {
-    return;
-  }
+function warnUntrustedProxy(): void {
   forwardedWarned = true;
   warnOnce(
     'FLOODGATE_UNTRUSTED_PROXY',

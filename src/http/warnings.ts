@@ -2,6 +2,8 @@
  * Misconfiguration warnings, each at most once per process: `process.emitWarning` with a `FLOODGATE_*` code,
  * so `--no-warnings`, `process.on('warning')` and the warning's code work as for Node's own.
  */
+import { emitFloodgateWarning } from '../warning.ts';
+
 const emitted = new Set<string>();
 let silenced = false;
 
@@ -14,10 +16,7 @@ export function silenceWarnings(): void {
 export function warnOnce(code: string, message: string): void {
   if (silenced || emitted.has(code)) return;
   emitted.add(code);
-  const emit = (globalThis as { process?: { emitWarning?: (m: string, o: object) => void } }).process
-    ?.emitWarning;
-  if (typeof emit === 'function') emit(message, { type: 'FloodgateWarning', code });
-  else console.warn(`${code}: ${message}`);
+  emitFloodgateWarning(code, message);
 }
 
 /** @internal For the tests: forget which warnings were emitted. */

@@ -36,11 +36,11 @@ export interface LeaseFields {
   readonly limit: number;
   /** Permits left after this decision (0 when none). */
   readonly remaining: number;
-  /** Time until the limiter is back to full capacity, when known. */
+  /** Time until the limiter is back to full capacity, when known, in whole milliseconds (rounded up). */
   readonly resetAfterMs?: number | undefined;
   /**
    * When not granted by a time-based limiter: the time until a request of this size could be granted, ignoring
-   * later arrivals. Never more than the true time.
+   * later arrivals, in whole milliseconds rounded up: never less than the true time, less than 1 ms more.
    */
   readonly retryAfterMs?: number | undefined;
   /** The limiter that decided. */
@@ -89,10 +89,12 @@ export class Lease implements Disposable {
   ) {
     this.granted = granted;
     this.reason = reason;
-    this.retryAfterMs = retryAfterMs;
+    // Whole milliseconds, rounded up: a clock's fractions (performance.now()) would otherwise show as noise
+    // (59992.345506000005), and rounding down would tell a client to come back before it can succeed.
+    this.retryAfterMs = retryAfterMs === undefined ? undefined : Math.ceil(retryAfterMs);
     this.limit = limit;
     this.remaining = remaining;
-    this.resetAfterMs = resetAfterMs;
+    this.resetAfterMs = resetAfterMs === undefined ? undefined : Math.ceil(resetAfterMs);
     this.source = source;
     this.key = key;
   }

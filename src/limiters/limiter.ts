@@ -22,7 +22,8 @@ export interface LimitShape {
  * decides the limiter (and so how a chain of its limiters is decided), whether it needs a resource, what its
  * header fields say, whether it can queue, and a chain's members.
  */
-export interface Limiter {
+// biome-ignore lint/suspicious/noExplicitAny: a limiter's key function may take any resource type
+export interface Limiter<R = any> {
   /**
    * The store that decides it. Limiters of one chain (or one HTTP route) must share it: memory decides a chain
    * synchronously through each member's {@link MemoryLimiter.bind}; a remote store decides it in one round trip
@@ -30,8 +31,7 @@ export interface Limiter {
    */
   readonly store: LimiterStore;
   /** The partition key of a resource, for a limiter that needs one (partitioned); absent otherwise. */
-  // biome-ignore lint/suspicious/noExplicitAny: partitioned limiters take any resource type
-  readonly keyOf?: ((resource: any) => string | PromiseLike<string>) | undefined;
+  readonly keyOf?: ((resource: R) => string | PromiseLike<string>) | undefined;
   /** What its header fields say, when the same for every key; undefined when chosen per key (tiers). */
   readonly shape: LimitShape | undefined;
   /** What its header fields say for the partition of `key`. */
@@ -124,12 +124,14 @@ export interface MemoryLimiter extends Limiter {
 }
 
 /** A limiter that lives on a remote store (plain or partitioned): decided through its store's `chain`. */
-export interface StoredLimiter extends Limiter {
+// biome-ignore lint/suspicious/noExplicitAny: as Limiter
+export interface StoredLimiter<R = any> extends Limiter<R> {
   readonly store: RemoteStore;
 }
 
 /** A chain of a remote store's limiters, as that store builds it (`store.chain(a, b)`). */
-export interface StoredLimiterChain extends Limiter {
+// biome-ignore lint/suspicious/noExplicitAny: as Limiter
+export interface StoredLimiterChain<R = any> extends Limiter<R> {
   readonly store: RemoteStore;
   readonly members: readonly StoredLimiter[];
 }

@@ -9,6 +9,7 @@ import { Decision, type DecisionHost } from './decision.ts';
 import { Dispatcher } from './dispatcher.ts';
 import { unavailableAnswer } from './fallback.ts';
 import type { ResolvedOptions } from './options.ts';
+import { meanwhileOf, OutageWarnings } from './outage.ts';
 import {
   type AdminOp,
   decodeNumber,
@@ -42,12 +43,19 @@ export class Engine implements DecisionHost {
   private readonly specTexts = new WeakMap<LimiterSpec, string>();
   private lastSpec: LimiterSpec | undefined;
   private lastText = '';
+  /** Says once per outage that Redis is away, and once that it is back, unless `onError` is given. */
+  private readonly outage: OutageWarnings;
 
   constructor(
     readonly runner: ScriptRunner,
     readonly options: ResolvedOptions,
   ) {
     this.dispatcher = new Dispatcher(runner, options.timeoutMs, options.coalesce);
+    this.outage = new OutageWarnings(
+      'floodgate/redis',
+      meanwhileOf(options.onUnavailable),
+      options.onError !== undefined,
+    );
     this.answers = new Answers(
       options,
       (binding, op, leaseId) => this.leaseOp(binding, op, leaseId),
@@ -200,6 +208,7 @@ export class Engine implements DecisionHost {
 
   /** Redis answered `decision`: its lease, and the blocked cache (for the dispatcher, as its DecisionHost). */
   answered(d: Decision, reply: string): Decided {
+    if (this.outage.outage) this.outage.answered(this.scopeOf(d.binding));
     const decided = this.answers.toLease(d.binding, reply.split(','), d.op, d.permits, d.reason, d.leaseId);
     if (d.cacheKey === '') return decided;
     // A lock is not kept here: an unlock in another process must reach this one at its next request.
@@ -287,8 +296,11 @@ export class Engine implements DecisionHost {
 
   /** Decisions in the scope of `binding` skip Redis for `retryIntervalMs`, then try it again. */
   private failed(binding: Binding, error: StoreUnavailableError): void {
-    if (error.skip)
-      this.skipUntil.set(this.scopeOf(binding), performance.now() + this.options.retryIntervalMs);
+    if (error.skip) {
+      const scope = this.scopeOf(binding);
+      this.skipUntil.set(scope, performance.now() + this.options.retryIntervalMs);
+      this.outage.failed(scope, error);
+    }
     this.options.onError?.(error);
   }
 

@@ -161,7 +161,7 @@ export class RedisLimiter implements Owner, StoredLimiter {
 }
 
 /** One limiter state per key in Redis: the async twin of `partitioned`. Keys expire when back to full. */
-export class RedisPartitionedLimiter<R> implements Owner, StoredLimiter {
+export class RedisPartitionedLimiter<R> implements Owner, StoredLimiter<R> {
   granted = 0;
   rejected = 0;
   readonly name: string;

@@ -40,7 +40,11 @@ export interface RedisStoreOptions {
   leaseTtlMs?: Duration;
   /** Remember "this key is rejected until T" locally and answer without Redis until then. Default false. */
   cacheBlocked?: boolean;
-  /** Called with each Redis failure or missed deadline (the decision itself already has its answer). */
+  /**
+   * Called with each Redis failure or missed deadline (the decision itself already has its answer). Without it
+   * the store emits a `FloodgateWarning` once per outage (`FLOODGATE_REDIS_UNAVAILABLE`) and once when Redis
+   * answers again (`FLOODGATE_REDIS_RECOVERED`); with it, nothing: the outage is yours to report.
+   */
   onError?: (error: Error) => void;
   /**
    * Tests only: a clock whose value the script uses instead of Redis `TIME`, so the memory store's tables run

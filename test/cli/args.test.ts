@@ -30,6 +30,17 @@ describe('parseCommand()', () => {
     assert.deepEqual(parse('tour', '-h'), { kind: 'help', topic: 'tour' });
     assert.deepEqual(parse('--version'), { kind: 'version' });
     assert.deepEqual(parse('-V'), { kind: 'version' });
+    assert.deepEqual(parse('-v'), { kind: 'version' }, '-v is --version, as in most CLIs');
+  });
+
+  test('burst -t: a bare number is refused (seconds to autocannon, milliseconds to floodgate), a unit says which', () => {
+    const timeoutOf = (t: string) =>
+      (parse('burst', 'http://h/', '-t', t) as { options: { timeoutMs: number } }).options.timeoutMs;
+    assert.equal(timeoutOf('5s'), 5_000);
+    assert.equal(timeoutOf('5ms'), 5);
+    assert.equal(timeoutOf('1m'), 60_000);
+    assert.equal(error('burst', 'http://h/', '-t', '5'), 'burst: --timeout needs a unit: 5s or 5ms; got "5"');
+    assert.match(error('burst', 'http://h/', '--timeout=2.5'), /needs a unit: 2.5s or 2.5ms/);
   });
 
   test('burst: defaults, and every option', () => {
@@ -76,7 +87,7 @@ describe('parseCommand()', () => {
       },
     });
     assert.equal(
-      (parse('burst', 'http://h/', '-X', 'DELETE', '-t', '250') as { options: { method: string } }).options
+      (parse('burst', 'http://h/', '-X', 'DELETE', '-t', '250ms') as { options: { method: string } }).options
         .method,
       'DELETE',
     );
@@ -170,6 +181,13 @@ describe('floodgate, the process', () => {
       'floodgate: burst: --requests must be a whole number of at least 1; got "abc"\nSee \'floodgate burst --help\'.\n',
     );
     assert.equal((await cli('tour', '99')).code, 2);
+  });
+
+  test('tour chapter 8 shows its FloodgateWarning as its own output, not as a raw warning on stderr', async () => {
+    const { code, stdout, stderr } = await cli('tour', '8');
+    assert.equal(code, 0);
+    assert.doesNotMatch(stderr, /FloodgateWarning/);
+    assert.match(stdout, /floodgate warned, once per process \(FLOODGATE_UNTRUSTED_PROXY\)/);
   });
 
   test('burst with no HTTP answer at all exits 1', async () => {

@@ -159,6 +159,34 @@ describe('floodgate burst against real servers', () => {
     assert.match(out.text, / {2}1 {2}\.\.~/);
   });
 
+  test('-c above 10 with a stop signal: no MaxListenersExceededWarning (one listener for the burst)', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on('warning', onWarning);
+    try {
+      const url = await listen(http.createServer((_req, res) => void setTimeout(() => res.end('ok'), 20)));
+      const stop = new AbortController();
+      const { outcomes } = await runBurst(burst(url, { requests: 40, concurrency: 20 }), {
+        out: sink(),
+        err: sink(),
+        env: {},
+        signal: stop.signal,
+      });
+      await new Promise((r) => setImmediate(r));
+      assert.equal(outcomes.filter((o) => o.status === 200).length, 40);
+      assert.deepEqual(warnings, []);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
+  test('-n below -c: the report says how many really ran at a time', async () => {
+    const url = await listen(http.createServer((_req, res) => void res.end('ok')));
+    const out = sink();
+    await runBurst(burst(url, { requests: 3, concurrency: 10 }), { out, err: sink(), env: {} });
+    assert.match(out.text, /3 × GET \S+, 3 at a time/);
+  });
+
   test('some answers among failures: exit 0', async () => {
     let n = 0;
     const url = await listen(

@@ -88,8 +88,8 @@ test('requestTimeouts registered after rateLimiting warns that queue time would 
     await app.ready();
     await new Promise((resolve) => setImmediate(resolve));
     assert.deepEqual(
-      warnings.map((w) => w.code),
-      ['FLOODGATE_PLUGIN_ORDER'],
+      warnings.map((w) => `${(w as Error).name}:${w.code}`),
+      ['FloodgateWarning:FLOODGATE_PLUGIN_ORDER'],
     );
     const right = Fastify();
     await right.register(requestTimeouts, { default: '5s' });

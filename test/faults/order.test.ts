@@ -1,6 +1,6 @@
 /**
  * Express and Hono: a timeouts middleware that runs after floodgate's rate limiter warns once
- * (FLOODGATE_MIDDLEWARE_ORDER): queue time would not count against the deadline. The documented order is silent.
+ * (FLOODGATE_MIDDLEWARE_ORDER, a FloodgateWarning): queue time would not count against the deadline. The documented order is silent.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -16,7 +16,8 @@ import { fixedWindow } from '../../src/index.ts';
 
 async function warningsDuring(run: () => Promise<void>): Promise<string[]> {
   const codes: string[] = [];
-  const onWarning = (warning: Error & { code?: string }) => codes.push(warning.code ?? '');
+  const onWarning = (warning: Error & { code?: string }) =>
+    codes.push(`${warning.name}:${warning.code ?? ''}`);
   process.on('warning', onWarning);
   try {
     await run();
@@ -24,7 +25,7 @@ async function warningsDuring(run: () => Promise<void>): Promise<string[]> {
   } finally {
     process.off('warning', onWarning);
   }
-  return codes.filter((code) => code.startsWith('FLOODGATE'));
+  return codes.filter((code) => code.includes(':FLOODGATE'));
 }
 
 const global = () => fixedWindow({ permitLimit: 100, window: '1h' });
@@ -44,7 +45,7 @@ for (const limiterFirst of [true, false]) {
       const codes = await warningsDuring(async () => {
         for (let i = 0; i < 3; i++) assert.equal((await fetch(url)).status, 200);
       });
-      assert.deepEqual(codes, limiterFirst ? ['FLOODGATE_MIDDLEWARE_ORDER'] : []);
+      assert.deepEqual(codes, limiterFirst ? ['FloodgateWarning:FLOODGATE_MIDDLEWARE_ORDER'] : []);
     } finally {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
@@ -61,6 +62,6 @@ for (const limiterFirst of [true, false]) {
     const codes = await warningsDuring(async () => {
       for (let i = 0; i < 3; i++) assert.equal((await app.request('/')).status, 200);
     });
-    assert.deepEqual(codes, limiterFirst ? ['FLOODGATE_MIDDLEWARE_ORDER'] : []);
+    assert.deepEqual(codes, limiterFirst ? ['FloodgateWarning:FLOODGATE_MIDDLEWARE_ORDER'] : []);
   });
 }

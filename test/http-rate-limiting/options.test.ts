@@ -36,7 +36,7 @@ describe('misconfiguration fails at construction, naming the option and the valu
     ['two drafts', { headers: ['draft-10', 'draft-7'] }, /one IETF draft/, TypeError],
     ['onRejected not a function', { onRejected: 'x' }, /onRejected must be a function; got "x"/, TypeError],
     ['dryRun not a boolean', { dryRun: 'yes' }, /dryRun must be a boolean; got "yes"/, TypeError],
-    ['unknown option', { limit: 5 }, /unknown option "limit"/, TypeError],
+    ['unknown option', { windowMs: 60_000 }, /unknown option "windowMs"/, TypeError],
   ];
   for (const [name, options, message, type] of cases) {
     test(name, () => {

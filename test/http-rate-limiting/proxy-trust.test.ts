@@ -6,11 +6,13 @@ import express from 'express';
 import Fastify from 'fastify';
 import { rateLimiting as expressRateLimiting } from '../../src/adapters/express/rate-limiting.ts';
 import { rateLimiting as fastifyRateLimiting } from '../../src/adapters/fastify/rate-limiting.ts';
+import { rateLimiting as koaRateLimiting } from '../../src/adapters/koa/rate-limiting.ts';
 import { clientIp, resetClientIpWarnings, UNKNOWN_CLIENT } from '../../src/http/client-ip.ts';
 import { RateLimiting } from '../../src/http/rate-limiting/engine.ts';
 import { resetWarnings } from '../../src/http/warnings.ts';
 import { fixedWindow, partitioned } from '../../src/index.ts';
-import { getFrom, listen } from './apps.ts';
+import { start as startKoa } from '../koa/app.ts';
+import { adapters, getFrom, listen } from './apps.ts';
 
 /** clientIp() follows the framework's trust setting, and says so loudly when the setting is wrong. */
 const warnings: Array<{ code?: string; message: string }> = [];
@@ -131,6 +133,40 @@ describe('clientIp() follows the framework', () => {
     assert.equal(key(req('2001:db8:1:2:ffff::9')), '2001:db8:1:2::/64');
     assert.equal(key(req('::ffff:203.0.113.9')), '203.0.113.9');
   });
+});
+
+const koa: (typeof adapters)[string] = (spec) =>
+  startKoa((app) => {
+    app.use(koaRateLimiting(spec.options));
+    app.use((ctx) => {
+      ctx.body = 'ok';
+    });
+  });
+
+describe('the untrusted-proxy warning', () => {
+  for (const [name, start] of Object.entries({ ...adapters, koa })) {
+    test(`${name}: comes with the first forwarded header, after requests without one`, async () => {
+      const global = partitioned({ key: clientIp(), limiter: fixedWindow({ permitLimit: 9, window: '1m' }) });
+      const server = await start({ options: { global }, routes: [{ path: '/' }] });
+      try {
+        await getFrom(`${server.url}/`, '127.0.0.1');
+        await settle();
+        assert.equal(warnings.length, 0, 'no forwarded header yet');
+        // Not the 65th request (the check was sampled, 1 in 64): the first one that carries the header.
+        await getFrom(`${server.url}/`, '127.0.0.1', { 'X-Forwarded-For': '203.0.113.1' });
+        await settle();
+        assert.deepEqual(
+          warnings.map((w) => w.code),
+          ['FLOODGATE_UNTRUSTED_PROXY'],
+        );
+        await getFrom(`${server.url}/`, '127.0.0.1', { forwarded: 'for=203.0.113.2' });
+        await settle();
+        assert.equal(warnings.length, 1, 'once');
+      } finally {
+        await server.close();
+      }
+    });
+  }
 });
 
 describe('rateLimiting({ validate })', () => {

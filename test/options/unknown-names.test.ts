@@ -186,6 +186,7 @@ const NO_OPTIONS = new Set([
   'isUnavailableAnswer',
   'defaultIsFailure',
   'isNetworkError',
+  'routeTemplate',
 ]);
 
 describe('unknown option names', () => {

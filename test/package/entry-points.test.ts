@@ -22,7 +22,8 @@ async function exportedNames(dir: string, specifier: string, how: 'require' | 'i
     how === 'require'
       ? `require(${JSON.stringify(specifier)})`
       : `await import(${JSON.stringify(specifier)}${json})`;
-  const script = `const m = ${load}; console.log(JSON.stringify(Object.keys(m).filter((k) => k !== 'default' && k !== 'module.exports').sort()))`;
+  // An ES module entry point re-exports the CommonJS build (`export *`), which brings its __esModule marker along.
+  const script = `const m = ${load}; console.log(JSON.stringify(Object.keys(m).filter((k) => k !== 'default' && k !== 'module.exports' && k !== '__esModule').sort()))`;
   const args = how === 'require' ? ['-e', script] : ['--input-type=module', '-e', script];
   const { stdout } = await run(process.execPath, args, { cwd: dir });
   return JSON.parse(stdout) as string[];
@@ -55,7 +56,41 @@ test(`every entry point loads by require() and by import on Node ${process.versi
     if (specifier === 'floodgate/package.json') continue; // loaded both ways; a JSON module has only a default
     assert.ok(imported.length > 0, `${specifier} exports something`);
     assert.deepEqual(required, imported, `${specifier}: the same names by require() and by import`);
+    if (/^floodgate\/(node|express|fastify|hono|koa|nestjs)$/.test(specifier)) {
+      assert.ok(imported.includes('clientIp'), `${specifier} exports clientIp: one import with rateLimiting`);
+    }
   }
+});
+
+test('require() and import in one process get one implementation: the same exports, a warning emitted once', async () => {
+  const dir = await consumer(packed, 'dual', { type: 'commonjs' }, [
+    'ipaddr.js',
+    ...needsAtLoad['floodgate/nestjs'],
+  ]);
+  // A CommonJS script that also imports: every export of every entry point is the very same value both ways (so
+  // module state, the limit-change counter, the telemetry instruments, the warnings already emitted, is one), and
+  // the untrusted-proxy warning, provoked once through each, is emitted once.
+  const script = `
+    const warnings = [];
+    process.on('warning', (warning) => warnings.push(warning.code));
+    (async () => {
+      const different = [];
+      for (const specifier of ${JSON.stringify(entryPoints.filter((s) => !s.endsWith('.json')))}) {
+        const required = require(specifier);
+        const imported = await import(specifier);
+        for (const name of Object.keys(required)) {
+          if (required[name] !== imported[name]) different.push(specifier + ' ' + name);
+        }
+      }
+      const req = { headers: { 'x-forwarded-for': '203.0.113.9' }, socket: { remoteAddress: '127.0.0.1' } };
+      require('floodgate/http').clientIp()(req);
+      (await import('floodgate/http')).clientIp()(req);
+      await new Promise((resolve) => setImmediate(resolve));
+      console.log(JSON.stringify({ different, warnings }));
+    })();
+  `;
+  const { stdout } = await run(process.execPath, ['--no-warnings', '-e', script], { cwd: dir });
+  assert.deepEqual(JSON.parse(stdout), { different: [], warnings: ['FLOODGATE_UNTRUSTED_PROXY'] });
 });
 
 test('a CommonJS TypeScript project (module: nodenext) type-checks against the types and runs', async () => {
@@ -195,6 +230,6 @@ test('the declarations of every entry point type-check with skipLibCheck off, ev
   // another peer's (@types/koa names an Options type that content-disposition 1.x, which Express 5 installs, dropped).
   const ours = stdout
     .split('\n')
-    .filter((line) => /error TS/.test(line) && !/^node_modules\/(?!floodgate\/)/.test(line));
+    .filter((line) => /error TS/.test(line) && !/^(\.\.\/)*(\w+\/)*node_modules\/(?!floodgate\/)/.test(line));
   assert.deepEqual(ours, [], `tsc:\n${stdout}`);
 });

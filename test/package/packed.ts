@@ -25,6 +25,7 @@ const sources = [
   'src',
   'tsconfig.json',
   'tsconfig.build.json',
+  'scripts/mark-commonjs.mjs',
 ];
 
 export interface Packed {

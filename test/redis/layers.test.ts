@@ -73,7 +73,7 @@ test('the built floodgate/http loads without dist/redis', async () => {
       '--sourceMap',
       'false',
     ]);
-    writeFileSync(join(out, 'package.json'), '{ "type": "module" }\n');
+    writeFileSync(join(out, 'package.json'), '{ "type": "commonjs" }\n');
     rmSync(join(out, 'redis'), { recursive: true, force: true });
     const entry = join(out, 'http', 'index.js');
     const { stdout } = await run(process.execPath, [

@@ -1,2 +1,3 @@
+export { type ClientIpOptions, clientIp, UNKNOWN_CLIENT } from '../../http/client-ip.ts';
 export * from './rate-limiting.ts';
 export * from './timeouts.ts';

@@ -6,6 +6,7 @@ import type { RequestTimeoutsOptions } from '../../http/timeouts/options.ts';
 import { isAbortReason } from '../../http/timeouts/reasons.ts';
 import { attachRequestTimeout } from '../../http/timeouts/registry.ts';
 import type { RouteTimeout, TimeoutRouteSetting } from '../../http/timeouts/route.ts';
+import { emitFloodgateWarning } from '../../warning.ts';
 import { routeConfigOf } from './route-context.ts';
 import { checkSiblingAtReady } from './sibling-check.ts';
 
@@ -150,10 +151,10 @@ export function requestTimeouts(
   // Fastify runs onRequest hooks in registration order: a rate limiter registered first queues requests before
   // they have a timeout, so queue time would not count against the deadline. It still works; say so once.
   if (fastify.hasPlugin(RATE_LIMITING_PLUGIN)) {
-    process.emitWarning(
+    emitFloodgateWarning(
+      'FLOODGATE_PLUGIN_ORDER',
       'floodgate: requestTimeouts is registered after rateLimiting, so time spent in a rate limiter queue does not ' +
         'count against the deadline; register requestTimeouts first',
-      { code: 'FLOODGATE_PLUGIN_ORDER' },
     );
   }
 

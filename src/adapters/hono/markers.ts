@@ -58,15 +58,19 @@ export function metricsOf(
   route: RouteLimits,
   routes: readonly Matched[],
 ): RouteMetrics {
-  let template: string | undefined;
   // No marker decides the global limiter alone.
-  const marked = route !== engine.defaultRoute;
-  for (const matched of routes) {
-    if (marked) {
+  if (route !== engine.defaultRoute) {
+    for (const matched of routes) {
       const marker = markerOf(matched.handler);
       if (marker?.engine === engine && marker.route === route) return route.metricsFor(matched.path);
     }
-    if (matched.method !== 'ALL') template = matched.path;
   }
-  return route.metricsFor(template);
+  return route.metricsFor(templateIn(routes));
+}
+
+/** The path of the last matched handler that is not middleware (`app.use`, method `ALL`): the route's template. */
+export function templateIn(routes: readonly Matched[]): string | undefined {
+  let template: string | undefined;
+  for (const matched of routes) if (matched.method !== 'ALL') template = matched.path;
+  return template;
 }

@@ -6,7 +6,15 @@ import { isThenable } from '../../http/rate-limiting/node-http.ts';
 import type { RateLimitingOptions, RouteLimit } from '../../http/rate-limiting/options.ts';
 import type { RouteLimits } from '../../http/rate-limiting/route.ts';
 import { contextAnswers, nodeOutgoing, runOnWeb } from './answers.ts';
-import { conflict, type Matched, markedRoute, markHandler, metricsOf, NO_ROUTES } from './markers.ts';
+import {
+  conflict,
+  type Matched,
+  markedRoute,
+  markHandler,
+  metricsOf,
+  NO_ROUTES,
+  templateIn,
+} from './markers.ts';
 
 export type {
   HttpLimiter,
@@ -45,6 +53,22 @@ export interface HonoRateLimiting<E extends Env = any> extends MiddlewareHandler
   noRateLimit(): MiddlewareHandler<E>;
   /** The engine behind this middleware. */
   readonly engine: RateLimiting;
+}
+
+/**
+ * The template of the route a request will reach (`'/posts/:id'`), for a key per route: the same route floodgate
+ * labels its metrics with (`http.route`). The key runs in the app-level middleware, where Hono's
+ * `c.req.routePath` is the middleware's own (`'/*'`); this reads the handlers Hono matched instead, skipping
+ * middleware (`app.use`, and so `app.all` routes too). Undefined when no route matched (a 404). Hono builds the
+ * matched list on each call: call it only in key functions that need it.
+ *
+ * @example
+ * ```ts
+ * partitioned({ key: (c) => `${routeTemplate(c) ?? 'none'} ${ip(c)}`, limiter: fixedWindow({ permitLimit: 10, window: '1m' }) })
+ * ```
+ */
+export function routeTemplate(c: Context): string | undefined {
+  return templateIn(c.req.matchedRoutes);
 }
 
 /**

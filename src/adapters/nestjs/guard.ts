@@ -43,13 +43,14 @@ function pairOf(context: ExecutionContext): HttpPair | undefined {
  */
 function reject(pair: HttpPair, answer: Answer, decision: Decision): never {
   const res = pair.res;
-  if (!res.headersSent) {
-    for (const [name, value] of answer.headers) {
-      if (name.length !== 12 || name.toLowerCase() !== 'content-type') res.setHeader(name, value);
-    }
+  // A JSON body (problem+json, or an object onRejected gave) goes to the filter as the object it is.
+  let json = false;
+  for (const [name, value] of answer.headers) {
+    if (name.length !== 12 || name.toLowerCase() !== 'content-type') {
+      if (!res.headersSent) res.setHeader(name, value);
+    } else json = value.includes('json');
   }
-  const problem = (decision.route.owner as RateLimiting).options.body !== 'text';
-  const body = problem ? (JSON.parse(answer.body) as Record<string, unknown>) : answer.body;
+  const body = json ? jsonOrText(answer.body) : answer.body;
   // A 429 is an answer, not a fault: no stack trace is captured for it. Capturing one under Nest's deep
   // synchronous stack of router, guards and Express layers was most of a rejection's cost (HOT=1 bench:nestjs).
   const limit = Error.stackTraceLimit;
@@ -64,6 +65,15 @@ function reject(pair: HttpPair, answer: Answer, decision: Decision): never {
     Error.stackTraceLimit = limit;
   }
   throw exception;
+}
+
+// A hook may set a text body and leave the JSON content type of `body: 'problem+json'`: sent as the text.
+function jsonOrText(body: string): string | Record<string, unknown> {
+  try {
+    return JSON.parse(body) as Record<string, unknown>;
+  } catch {
+    return body;
+  }
 }
 
 const pairAnswers: Answers<HttpPair> = {

@@ -8,6 +8,7 @@ import {
 } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { RateLimiting } from '../../http/rate-limiting/engine.ts';
+import { clientIp } from './client-ip.ts';
 import { FloodgateGuard } from './guard.ts';
 import { FloodgatePolicyCheck } from './policy-check.ts';
 import { FLOODGATE_ENGINE, FLOODGATE_OPTIONS, type FloodgateModuleOptions } from './tokens.ts';
@@ -26,7 +27,8 @@ export interface FloodgateModuleAsyncOptions {
 const engineProvider: Provider = {
   provide: FLOODGATE_ENGINE,
   // Validated here: a bad option fails the application's start, naming the option.
-  useFactory: (options: FloodgateModuleOptions) => new RateLimiting(options),
+  // Its hooks see Nest's ExecutionContext: the short form keys by the request's address through it.
+  useFactory: (options: FloodgateModuleOptions) => new RateLimiting(options, clientIp),
   inject: [FLOODGATE_OPTIONS],
 };
 

@@ -1,11 +1,25 @@
 import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { describe } from '../../duration.ts';
+import { type Duration, describe, parseDuration } from '../../duration.ts';
 import type { Clock } from '../../limiters/core.ts';
 import { rejectUnknown } from '../../options/known.ts';
 import { type RedisClientLike, type ScriptRunner, scriptRunner } from '../../redis/client.ts';
+import { meanwhileOf, OutageWarnings } from '../../redis/outage.ts';
+import { StoreUnavailableError } from '../../redis/request.ts';
 import type { Script } from '../../redis/script.ts';
+import { telemetry } from '../../telemetry.ts';
 import type { ThrottlerStorageRecord } from './throttler-storage.ts';
+
+/** A storage that answers hits in this process (`new FloodgateThrottlerStorage()`): the insurance of an outage. */
+export interface ThrottlerStorageLike {
+  increment(
+    key: string,
+    ttl: number,
+    limit: number,
+    blockDuration: number,
+    throttlerName: string,
+  ): Promise<ThrottlerStorageRecord>;
+}
 
 /** Options of {@link FloodgateRedisThrottlerStorage}. */
 export interface FloodgateRedisThrottlerStorageOptions {
@@ -13,6 +27,22 @@ export interface FloodgateRedisThrottlerStorageOptions {
   client: RedisClientLike;
   /** Prefix of the Redis keys. Default `'floodgate:throttler:'`. */
   prefix?: string;
+  /** Each hit's own deadline, whatever the client's timeouts, retries and offline queue do. Default 50 ms. */
+  timeoutMs?: Duration;
+  /**
+   * What a hit gets when Redis fails or misses the deadline: counted as a first hit and let through
+   * (`'fail-open'`, the default), refused for `retryIntervalMs` (`'fail-closed'`: the guard's 429), or decided by
+   * a storage in this process (`new FloodgateThrottlerStorage()`: each instance then enforces the limit alone).
+   */
+  onUnavailable?: 'fail-open' | 'fail-closed' | ThrottlerStorageLike;
+  /** After a failure, hits skip Redis (straight to `onUnavailable`) for this long, then try it again. Default 500 ms. */
+  retryIntervalMs?: Duration;
+  /**
+   * Called with each Redis failure or missed deadline (the hit already has its answer). Without it the storage
+   * emits a `FloodgateWarning` once per outage (`FLOODGATE_REDIS_UNAVAILABLE`) and once when Redis answers again
+   * (`FLOODGATE_REDIS_RECOVERED`).
+   */
+  onError?: (error: Error) => void;
   /** A clock in milliseconds for every instance to share (tests); default the Redis server's `TIME`. */
   clock?: Clock;
 }
@@ -20,6 +50,10 @@ export interface FloodgateRedisThrottlerStorageOptions {
 const OPTION_NAMES = [
   'client',
   'prefix',
+  'timeoutMs',
+  'onUnavailable',
+  'retryIntervalMs',
+  'onError',
   'clock',
 ] as const satisfies readonly (keyof FloodgateRedisThrottlerStorageOptions)[];
 
@@ -107,11 +141,22 @@ const THROTTLE = script(BODY);
  * `ThrottlerModule.forRoot({ throttlers, storage: new FloodgateRedisThrottlerStorage({ client }) })`. Each hit is
  * one round trip, decided atomically by one script (a flood of concurrent hits cannot pass the limit); the two
  * keys of a tracker share a hash slot, so Redis Cluster works. Time is the Redis server's.
+ *
+ * Redis never hangs a hit: each has its own deadline (`timeoutMs`), and a hit Redis fails or misses it for is
+ * answered by `onUnavailable`, as the Redis store's decisions are; after a failure hits skip Redis for
+ * `retryIntervalMs`, then try it again.
  */
 export class FloodgateRedisThrottlerStorage {
   readonly #runner: ScriptRunner;
   readonly #prefix: string;
   readonly #clock: Clock | undefined;
+  readonly #timeoutMs: number;
+  readonly #onUnavailable: 'fail-open' | 'fail-closed' | ThrottlerStorageLike;
+  readonly #retryIntervalMs: number;
+  readonly #onError: ((error: Error) => void) | undefined;
+  readonly #outage: OutageWarnings;
+  /** Until when hits skip Redis after a failure (performance.now() time); 0 while nothing failed. */
+  #skipUntil = 0;
 
   constructor(options: FloodgateRedisThrottlerStorageOptions) {
     rejectUnknown('FloodgateRedisThrottlerStorage', options, OPTION_NAMES);
@@ -133,6 +178,36 @@ export class FloodgateRedisThrottlerStorage {
       );
     }
     this.#clock = clock;
+    this.#timeoutMs = parseDuration('FloodgateRedisThrottlerStorage: timeoutMs', options.timeoutMs ?? 50);
+    this.#retryIntervalMs = parseDuration(
+      'FloodgateRedisThrottlerStorage: retryIntervalMs',
+      options.retryIntervalMs ?? 500,
+      true,
+    );
+    const policy = options.onUnavailable ?? 'fail-open';
+    if (
+      policy !== 'fail-open' &&
+      policy !== 'fail-closed' &&
+      (typeof policy !== 'object' || policy === null || typeof policy.increment !== 'function')
+    ) {
+      throw new TypeError(
+        `FloodgateRedisThrottlerStorage: onUnavailable must be 'fail-open', 'fail-closed' or a storage such as new FloodgateThrottlerStorage(); got ${describe(options.onUnavailable)}`,
+      );
+    }
+    this.#onUnavailable = policy;
+    if (options.onError !== undefined && typeof options.onError !== 'function') {
+      throw new TypeError(
+        `FloodgateRedisThrottlerStorage: onError must be a function; got ${describe(options.onError)}`,
+      );
+    }
+    this.#onError = options.onError;
+    this.#outage = new OutageWarnings(
+      'FloodgateRedisThrottlerStorage',
+      policy === 'fail-open' || policy === 'fail-closed'
+        ? meanwhileOf(policy).replace('decision', 'hit')
+        : 'hits are counted by the onUnavailable storage in this process',
+      options.onError !== undefined,
+    );
   }
 
   /** Counts a hit of `key` for `throttlerName`; `ttl` and `blockDuration` in milliseconds, the answer in seconds. */
@@ -147,12 +222,28 @@ export class FloodgateRedisThrottlerStorage {
     const base = `${this.#prefix}{${throttlerName}:${key}}`;
     const args = [`${base}:h`, `${base}:s`, String(ttl), String(limit), String(blockDuration)];
     if (this.#clock !== undefined) args.push(String(Math.round(this.#clock.now())));
-    return new Promise((resolve, reject) => {
+    if (this.#skipUntil !== 0) {
+      if (performance.now() < this.#skipUntil)
+        return this.#fallback(key, ttl, limit, blockDuration, throttlerName);
+      this.#skipUntil = 0;
+    }
+    return new Promise((resolve) => {
+      let settled = false;
+      const timer = setTimeout(() => {
+        settled = true;
+        this.#failed(new StoreUnavailableError(`Redis did not answer within ${this.#timeoutMs} ms`));
+        resolve(this.#fallback(key, ttl, limit, blockDuration, throttlerName));
+      }, this.#timeoutMs);
       this.#runner.run(
         THROTTLE,
         2,
         args,
         (reply) => {
+          // A reply after the deadline is a hit counted late: spent, on the safe side.
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          if (this.#outage.outage) this.#outage.answered('');
           const [totalHits, timeToExpire, blocked, timeToBlockExpire] = reply as number[];
           resolve({
             totalHits: Number(totalHits),
@@ -161,9 +252,54 @@ export class FloodgateRedisThrottlerStorage {
             timeToBlockExpire: Number(timeToBlockExpire),
           });
         },
-        reject,
+        (cause) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          this.#failed(
+            new StoreUnavailableError(`Redis failed: ${(cause as Error)?.message ?? cause}`, { cause }),
+          );
+          resolve(this.#fallback(key, ttl, limit, blockDuration, throttlerName));
+        },
       );
     });
+  }
+
+  /** Redis failed or was late: skip it for `retryIntervalMs`, say so once per outage, tell `onError`. */
+  #failed(error: StoreUnavailableError): void {
+    this.#skipUntil = performance.now() + this.#retryIntervalMs;
+    this.#outage.failed('', error);
+    this.#onError?.(error);
+  }
+
+  /** The `onUnavailable` answer, counted in `floodgate.store.unavailable` under the throttler's name. */
+  #fallback(
+    key: string,
+    ttl: number,
+    limit: number,
+    blockDuration: number,
+    throttlerName: string,
+  ): Promise<ThrottlerStorageRecord> {
+    telemetry().storeUnavailable.add(1, { limiter: throttlerName });
+    const policy = this.#onUnavailable;
+    if (policy === 'fail-open') {
+      return Promise.resolve({
+        totalHits: 1,
+        timeToExpire: Math.ceil(ttl / 1000),
+        isBlocked: false,
+        timeToBlockExpire: 0,
+      });
+    }
+    if (policy === 'fail-closed') {
+      const retry = Math.max(1, Math.ceil(this.#retryIntervalMs / 1000));
+      return Promise.resolve({
+        totalHits: limit + 1,
+        timeToExpire: retry,
+        isBlocked: true,
+        timeToBlockExpire: retry,
+      });
+    }
+    return policy.increment(key, ttl, limit, blockDuration, throttlerName);
   }
 }
 

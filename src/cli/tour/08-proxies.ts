@@ -1,6 +1,6 @@
 import { clientIp } from '../../http/client-ip.ts';
 import { fixedWindow, partitioned } from '../../index.ts';
-import { type Chapter, got, say, sent, why } from './chapter.ts';
+import { type Chapter, catchingWarnings, got, line, say, sent, why } from './chapter.ts';
 
 /** Behind a proxy every request comes from the proxy; forwarded headers help only when the proxy is trusted. */
 export const proxies: Chapter = {
@@ -22,9 +22,15 @@ export const proxies: Chapter = {
       requests, 5 per client per minute allowed. X-Forwarded-For names the client.`,
     );
     const clients = (i: number) => ({ 'x-forwarded-for': `203.0.113.${(i % 3) + 1}` });
-    const socket = await tour.send(base, { path: '/socket', count: 12, parallel: false, headers: clients });
+    const { result: socket, warnings } = await catchingWarnings(() =>
+      tour.send(base, { path: '/socket', count: 12, parallel: false, headers: clients }),
+    );
     sent('12 × GET /socket, keyed by the socket address (the default)');
     got(socket);
+    for (const warning of warnings) {
+      line(`and floodgate warned, once per process (${warning.code}):`);
+      say(warning.message);
+    }
     const trusted = await tour.send(base, { path: '/trusted', count: 12, parallel: false, headers: clients });
     sent('12 × GET /trusted, keyed by clientIp({ trustedProxies: ["127.0.0.1"] })');
     got(trusted);

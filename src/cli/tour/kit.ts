@@ -220,3 +220,29 @@ export function why(text: string): void {
 export function line(text: string): void {
   fit(INDENT, text);
 }
+
+/**
+ * Runs `during` with floodgate's own warnings caught rather than printed by Node mid-chapter (others still go
+ * where they went), so the chapter can show them as part of its lesson.
+ */
+export async function catchingWarnings<T>(
+  during: () => Promise<T>,
+): Promise<{ result: T; warnings: Array<Error & { code?: string }> }> {
+  const others = process.listeners('warning');
+  const warnings: Array<Error & { code?: string }> = [];
+  const listener = (warning: Error & { code?: string }) => {
+    if (warning.name === 'FloodgateWarning') warnings.push(warning);
+    else for (const other of others) other(warning);
+  };
+  process.removeAllListeners('warning');
+  process.on('warning', listener);
+  try {
+    const result = await during();
+    // process.emitWarning delivers on the next tick.
+    await new Promise((resolve) => setImmediate(resolve));
+    return { result, warnings };
+  } finally {
+    process.off('warning', listener);
+    for (const other of others) process.on('warning', other);
+  }
+}

@@ -12,6 +12,7 @@ import {
   type ResolvedOptions,
   resolveOptions,
 } from './options.ts';
+import type { ClientKey } from './per-client.ts';
 import { type Answer, limitHeaders, rejection, setLimitHeaders } from './response.ts';
 import { RouteLimits } from './route.ts';
 import type { Result, RouteMetrics } from './route-metrics.ts';
@@ -33,10 +34,13 @@ export class RateLimiting {
   readonly disabledRoute: RouteLimits;
   readonly #named = new Map<string, RouteLimits>();
 
-  /** Throws a `TypeError`/`RangeError` naming the option when `options` are invalid. */
+  /**
+   * Throws a `TypeError`/`RangeError` naming the option when `options` are invalid. `clientKey` makes the
+   * default key of `limit`/`window` (default `clientIp`), for an adapter whose hooks see another object.
+   */
   // biome-ignore lint/suspicious/noExplicitAny: adapters type the request; the engine takes any
-  constructor(options?: RateLimitingOptions<any, any>) {
-    this.options = resolveOptions(options as RateLimitingOptions);
+  constructor(options?: RateLimitingOptions<any, any>, clientKey?: ClientKey) {
+    this.options = resolveOptions(options as RateLimitingOptions, clientKey);
     this.defaultRoute = this.#own(new RouteLimits(this.options.global, undefined, this.options.onRejected));
     this.disabledRoute = this.#own(new RouteLimits(undefined, undefined, undefined));
     for (const [name, policy] of this.options.policies) {

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { describe } from '../../duration.ts';
 import { timeoutGaveUp } from '../timeouts/registry.ts';
 import type { Decision, RateLimiting } from './engine.ts';
 import type { RateLimitInfo } from './info.ts';
@@ -159,7 +160,10 @@ export class Flow<H> {
     h: H,
   ): Verdict {
     if (this.engine.options.dryRun) return this.#dryRun(decision, request, response, h);
-    if (!this.answers.answeredBy(h, outcome)) this.answers.send(h, context, decision);
+    if (!this.answers.answeredBy(h, outcome)) {
+      if (typeof context.body !== 'string') jsonBody(context);
+      this.answers.send(h, context as Answer, decision);
+    }
     return 'answered';
   }
 
@@ -167,6 +171,25 @@ export class Flow<H> {
   #dryRun(decision: Decision, request: unknown, response: unknown, h: H): Decision {
     this.#admit(decision, request, response, h);
     return decision;
+  }
+}
+
+/**
+ * An object `onRejected` gave as the body, sent as JSON (express-rate-limit's `message` does the same): with
+ * `application/json` unless the hook chose a content type of its own. Anything else but a string is a
+ * `TypeError`, on the framework's error path like a hook that throws.
+ */
+function jsonBody(context: RejectedContext): void {
+  const body: unknown = context.body;
+  if (body === null || typeof body !== 'object' || ArrayBuffer.isView(body)) {
+    throw new TypeError(
+      `onRejected: body must be a string, or an object to send as JSON; got ${describe(body)}`,
+    );
+  }
+  context.body = JSON.stringify(body);
+  const type = context.headers.get('content-type');
+  if (type === null || type.startsWith('text/plain')) {
+    context.headers.set('content-type', 'application/json; charset=utf-8');
   }
 }
 

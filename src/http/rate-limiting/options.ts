@@ -22,6 +22,13 @@ import {
 } from '../ratelimit-headers.ts';
 import type { HttpRequest } from '../request.ts';
 import { silenceWarnings } from '../warnings.ts';
+import {
+  type ClientKey,
+  checkGlobal,
+  PER_CLIENT_OPTION_NAMES,
+  type PerClientOptions,
+  perClientLimiter,
+} from './per-client.ts';
 
 /**
  * What a policy limits with: a limiter (`fixedWindow(...)`: one bucket for every request it sees), a
@@ -36,9 +43,9 @@ export type HttpLimiter<Req = any> =
   | PartitionedLimiter<Req>
   | ChainLimiter<Req>
   | ChainLimiter<void>
-  | StoredLimiter
-  | StoredLimiterChain
-  | Limiter;
+  | StoredLimiter<Req>
+  | StoredLimiterChain<Req>
+  | Limiter<Req>;
 
 /**
  * Which limiter of the chain said no: the global limiter, the route's policy, or `'store'` when the Redis store
@@ -68,8 +75,11 @@ export interface RejectedContext<Req = unknown, Res = unknown> {
   status: number;
   /** The header fields to send: `Retry-After`, `RateLimit-Policy`, `RateLimit`, `Content-Type`. */
   headers: Headers;
-  /** The body to send. */
-  body: string;
+  /**
+   * The body to send: a string, or an object sent as JSON (`application/json` unless `headers` names another
+   * content type), e.g. `ctx.body = { error: 'rate_limited' }`.
+   */
+  body: string | object;
 }
 
 /** Called for every rejected request (and, in dry-run mode, every request that would have been). */
@@ -153,8 +163,14 @@ export type RouteLimit<Req = unknown, Res = unknown> = string | false | RateLimi
  * `FastifyRequest`, Hono's `Context`; `Res` the matching response (`ServerResponse`, Express `Response`, Fastify
  * `FastifyReply`, Hono `Context`).
  */
-export interface RateLimitingOptions<Req = unknown, Res = unknown> extends RequestRules<Req, Res> {
-  /** The limiter every request goes through (typically `partitioned` by `clientIp()`), chained with route policies. */
+export interface RateLimitingOptions<Req = unknown, Res = unknown>
+  extends RequestRules<Req, Res>,
+    PerClientOptions<Req> {
+  /**
+   * The limiter every request goes through, chained with route policies: `partitioned({ key: clientIp(), … })`
+   * for one budget per client (what `limit` and `window` make). A limiter that is not partitioned is one budget
+   * for the whole server (a warning says so unless `shared: true`).
+   */
   global?: HttpLimiter<Req>;
   /** Policies that routes name. An unknown name fails when the route is declared. */
   policies?: Record<string, RateLimitPolicy<Req, Res>>;
@@ -219,6 +235,7 @@ export const RATE_LIMITING_OPTION_NAMES: readonly string[] = [
   'requestWasSuccessful',
   'priority',
   'validate',
+  ...PER_CLIENT_OPTION_NAMES,
 ];
 
 /** A validated policy. */
@@ -255,16 +272,24 @@ export interface ResolvedOptions {
 /** The name of the global limiter in headers and metrics. */
 export const GLOBAL = 'global';
 
-/** Validates `rateLimiting()` options; throws a `TypeError`/`RangeError` naming the option and the value. */
-export function resolveOptions(options: RateLimitingOptions | undefined): ResolvedOptions {
+/**
+ * Validates `rateLimiting()` options; throws a `TypeError`/`RangeError` naming the option and the value.
+ * `clientKey` makes the short form's default key (an adapter whose hooks see another object gives its own).
+ */
+export function resolveOptions(
+  options: RateLimitingOptions | undefined,
+  clientKey?: ClientKey,
+): ResolvedOptions {
   const o = options ?? {};
   if (typeof o !== 'object' || o === null) {
     throw new TypeError(`rateLimiting: options must be an object; got ${describe(options)}`);
   }
   rejectUnknown('rateLimiting', o, RATE_LIMITING_OPTION_NAMES);
   const onRejected = hook('rateLimiting: onRejected', o.onRejected);
+  const perClient = perClientLimiter(o, clientKey);
+  const globalSpec = perClient ?? o.global;
   const global =
-    o.global === undefined ? undefined : buildPolicy('rateLimiting: global', GLOBAL, o.global, false);
+    globalSpec === undefined ? undefined : buildPolicy('rateLimiting: global', GLOBAL, globalSpec, false);
   const policies = new Map<string, Policy>();
   if (o.policies !== undefined) {
     if (typeof o.policies !== 'object' || o.policies === null || Array.isArray(o.policies)) {
@@ -303,6 +328,7 @@ export function resolveOptions(options: RateLimitingOptions | undefined): Resolv
     throw new TypeError(`rateLimiting: validate must be a boolean; got ${describe(o.validate)}`);
   }
   if (o.validate === false) silenceWarnings();
+  if (global !== undefined && perClient === undefined) checkGlobal(global.members, o.shared);
   const skip = hook('rateLimiting: skip', o.skip) as RequestHook | undefined;
   const refund = refundRule('rateLimiting', o);
   const priority = hook('rateLimiting: priority', o.priority) as PriorityHook | undefined;

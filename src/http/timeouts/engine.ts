@@ -144,6 +144,31 @@ function callHook<T>(hook: (info: T) => void, info: T): void {
  * Creates the framework-neutral timeouts engine. Most applications use their adapter's `requestTimeouts`
  * instead (`floodgate/node`, `floodgate/express`, `floodgate/fastify`, `floodgate/hono`), which builds one.
  */
-export function requestTimeouts(options?: RequestTimeoutsOptions): RequestTimeouts {
+export function requestTimeouts(options?: RequestTimeoutsOptions): RequestTimeouts;
+export function requestTimeouts(options?: RequestTimeoutsOptions, ...more: unknown[]): RequestTimeouts {
+  // `app.use(requestTimeouts)` with this one instead of the adapter's: called as middleware, with a request (or a
+  // Koa context) for options. Say what to import, on the framework's error path when it gave a `next`.
+  if (more.length > 0 && isRequestLike(options)) {
+    const error = new TypeError(
+      "requestTimeouts from 'floodgate/http' is the framework-neutral engine, not a middleware, and it was " +
+        "called with a request. Import requestTimeouts from 'floodgate/express' (or floodgate/node, " +
+        "floodgate/fastify, floodgate/hono, floodgate/koa) and app.use(requestTimeouts({ default: '10s' })).",
+    );
+    // Express and connect take an error through next(error); Koa's next takes none, and a throw is its path.
+    const next = more[more.length - 1];
+    if (typeof next !== 'function' || more.length < 2) throw error;
+    next(error);
+    return undefined as never;
+  }
   return new RequestTimeouts(options);
+}
+
+/** A node request (`method` and `headers`) or a Koa context (`req` and `res`): not an options object. */
+function isRequestLike(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  const v = value as Record<string, unknown>;
+  return (
+    (typeof v.method === 'string' && typeof v.headers === 'object') ||
+    (typeof v.req === 'object' && typeof v.res === 'object')
+  );
 }

@@ -3,6 +3,7 @@
  * queued the request before it had a deadline, so its queue time would not count. That still works, so a
  * middleware that finds a request already decided by floodgate's limiter warns once instead of failing it.
  */
+import { emitFloodgateWarning } from '../../warning.ts';
 
 /** What floodgate's rate limiter marks a decided request (node) or `Context` (Hono) with. */
 const kRateLimited = Symbol.for('floodgate.rateLimited');
@@ -14,10 +15,10 @@ export function decidedBeforeTimeouts(holder: object): boolean {
 
 /** Emits the `FLOODGATE_MIDDLEWARE_ORDER` warning; returns true, for a once-flag. */
 export function warnMiddlewareOrder(): true {
-  process.emitWarning(
+  emitFloodgateWarning(
+    'FLOODGATE_MIDDLEWARE_ORDER',
     'floodgate: the requestTimeouts middleware ran after rateLimiting, so time spent in a rate limiter queue does ' +
       'not count against the deadline; app.use() the timeouts middleware first',
-    { code: 'FLOODGATE_MIDDLEWARE_ORDER' },
   );
   return true;
 }
