@@ -13,6 +13,7 @@ export { ConcurrencyLimiter, type ConcurrencyOptions, concurrency } from './limi
 export type { Clock, QueueOrder } from './limiters/core.ts';
 export type { EventLoopMonitor } from './limiters/event-loop.ts';
 export { FixedWindowLimiter, type FixedWindowOptions, fixedWindow } from './limiters/fixed-window.ts';
+export type { ChainKeyState, KeyState } from './limiters/key-state.ts';
 export {
   ChainLease,
   Lease,

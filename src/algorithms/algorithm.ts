@@ -36,6 +36,11 @@ export interface Algorithm {
    * came from while it is still current or in the window, never into a later one, never above the limit.
    */
   refund(s: Float64Array, o: number, n: number, mark: number): void;
+  /**
+   * How far apart the marks of consecutive segments are (a sliding window's segment length), so permits can be
+   * given back into older segments too; undefined when a state has one mark.
+   */
+  readonly markStep?: number;
   /** Milliseconds until `n` permits could be available, ignoring later arrivals; 0 when they are; NaN if unknown. */
   retryAfter(s: Float64Array, o: number, now: number, n: number): number;
   /** Milliseconds until the state is back to full; 0 when it is; NaN if unknown. */

@@ -69,6 +69,11 @@ export class SlidingWindow implements Algorithm {
     return s[o];
   }
 
+  /** Segments are marked by their start: one segment apart. */
+  get markStep(): number {
+    return this.segmentMs;
+  }
+
   refund(s: Float64Array, o: number, n: number, mark: number): void {
     // The segment the permits were taken in, if it is still in the window: k segments back from the current one.
     const k = Math.round((s[o] - mark) / this.segmentMs);

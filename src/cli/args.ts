@@ -17,18 +17,46 @@ export interface BurstOptions {
   timeoutMs: number;
 }
 
+/** What `floodgate keys` is asked to do. */
+export interface KeysOptions {
+  action: 'list' | 'show' | 'reset' | 'lock' | 'unlock';
+  /** The limiter's name (`store.partitioned({ name })`). */
+  limiter: string;
+  /** The partition key (every action but `list`). */
+  key: string | undefined;
+  /** A Redis URL (`redis://host:port`), or undefined with {@link cluster}. */
+  redis: string | undefined;
+  /** A Cluster's seed nodes (`host:port`), or undefined with {@link redis}. */
+  cluster: string[] | undefined;
+  /** The store's key prefix (`redisStore({ prefix })`). */
+  prefix: string;
+  /** The constant hash tag the limiter's keys carry (`hashTag: () => tag`), else the default layout. */
+  hashTag: string | undefined;
+  /** How long `lock` locks. */
+  durationMs: number | undefined;
+  /** Keys per page of `list`. */
+  count: number;
+  /** Where `list` goes on (the cursor a previous page printed). */
+  cursor: string | undefined;
+  json: boolean;
+}
+
 /** A command line, understood. */
 export type Command =
   | { kind: 'usage' }
-  | { kind: 'help'; topic?: 'tour' | 'burst' }
+  | { kind: 'help'; topic?: Topic }
   | { kind: 'version' }
   | { kind: 'tour'; chapters?: number[]; html?: string }
-  | { kind: 'burst'; options: BurstOptions };
+  | { kind: 'burst'; options: BurstOptions }
+  | { kind: 'keys'; options: KeysOptions };
+
+/** A command with its own usage. */
+export type Topic = 'tour' | 'burst' | 'keys';
 
 /** A command line the CLI cannot run; `topic` names the command whose usage helps. */
 export class UsageError extends Error {
-  readonly topic: 'tour' | 'burst' | undefined;
-  constructor(message: string, topic?: 'tour' | 'burst') {
+  readonly topic: Topic | undefined;
+  constructor(message: string, topic?: Topic) {
     super(message);
     this.name = 'UsageError';
     this.topic = topic;
@@ -40,6 +68,7 @@ export const USAGE = `Usage: floodgate <command> [options]
 Commands:
   tour [chapter...] [--html <file>]   live rate-limiting and timeout experiments against local servers
   burst <url> [options]               fire requests at a URL and show what came back
+  keys <action> <limiter> [key]       look at and change one limiter's keys in Redis (on call)
   help [command]                      this text, or a command's options
 
 Options:
@@ -75,6 +104,30 @@ Options:
   -t, --timeout <time>    time each request may take, with its unit: 500ms, 10s (default 10s)
   -h, --help              show this help`;
 
+export const KEYS_USAGE = `Usage: floodgate keys <action> <limiter> [key] (--redis <url> | --cluster <host:port,...>) [options]
+
+Looks at and changes the keys of one Redis partitioned limiter (store.partitioned({ name })), as the person on
+call needs: who is limited, and unblocking a customer. Refuses a limiter name with no floodgate keys in Redis
+and a prefix that is not in floodgate's key format.
+
+Actions:
+  list <limiter>              its keys with their state, a page at a time (SCAN; every master of a Cluster)
+  show <limiter> <key>        one key's state
+  reset <limiter> <key>       forget the key, as if never seen (a concurrency key keeps its held leases)
+  lock <limiter> <key> --for <time>   reject every request for the key until the time is up
+  unlock <limiter> <key>      end the key's lock
+
+Options:
+  --redis <url>            the Redis server (redis://[user:password@]host:port[/db])
+  --cluster <nodes>        a Redis Cluster's seed nodes, host:port separated by commas
+  --prefix <prefix>        the store's key prefix (default floodgate:)
+  --hash-tag <tag>         the constant hash tag of the limiter's keys (its hashTag option), if it has one
+  --for <time>             how long lock locks: 30s, 15m, 2h, or milliseconds
+  --count <n>              keys per page of list (default 100)
+  --cursor <cursor>        the page of list to show (the cursor the previous page printed)
+  --json                   print JSON
+  -h, --help               show this help`;
+
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 /** Parses the CLI's arguments (without `node` and the script). Throws {@link UsageError}. */
@@ -87,11 +140,12 @@ export function parseCommand(argv: readonly string[], chapterCount: number): Com
     const [topic, ...extra] = rest;
     if (extra.length > 0) throw new UsageError(`unexpected argument ${describe(extra[0])}`);
     if (topic === undefined) return { kind: 'help' };
-    if (topic === 'tour' || topic === 'burst') return { kind: 'help', topic };
-    throw new UsageError(unknownMessage('help', 'command', topic, ['tour', 'burst', 'help']));
+    if (topic === 'tour' || topic === 'burst' || topic === 'keys') return { kind: 'help', topic };
+    throw new UsageError(unknownMessage('help', 'command', topic, ['tour', 'burst', 'keys', 'help']));
   }
   if (command === 'tour') return parseTour(rest, chapterCount);
   if (command === 'burst') return parseBurst(rest);
+  if (command === 'keys') return parseKeys(rest);
   if (command.startsWith('-')) {
     const option = command.split('=', 1)[0];
     if (BURST_OPTIONS.includes(option)) {
@@ -99,7 +153,109 @@ export function parseCommand(argv: readonly string[], chapterCount: number): Com
     }
     throw new UsageError(unknownMessage('floodgate', 'option', command, ['--help', '--version', '-h', '-v']));
   }
-  throw new UsageError(unknownMessage('floodgate', 'command', command, ['tour', 'burst', 'help']));
+  throw new UsageError(unknownMessage('floodgate', 'command', command, ['tour', 'burst', 'keys', 'help']));
+}
+
+const ACTIONS = ['list', 'show', 'reset', 'lock', 'unlock'] as const;
+
+function parseKeys(args: readonly string[]): Command {
+  const { values, positionals } = parse('keys', args, {
+    redis: { type: 'string' },
+    cluster: { type: 'string' },
+    prefix: { type: 'string' },
+    'hash-tag': { type: 'string' },
+    for: { type: 'string' },
+    count: { type: 'string' },
+    cursor: { type: 'string' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (values.help === true) return { kind: 'help', topic: 'keys' };
+  const fail = (message: string) => new UsageError(`keys: ${message}`, 'keys');
+  const [action, limiter, key, ...extra] = positionals;
+  if (action === undefined)
+    throw fail('which action? floodgate keys <list|show|reset|lock|unlock> <limiter>');
+  if (!(ACTIONS as readonly string[]).includes(action)) {
+    throw new UsageError(unknownMessage('keys', 'action', action, ACTIONS), 'keys');
+  }
+  const act = action as KeysOptions['action'];
+  if (limiter === undefined)
+    throw fail(`which limiter? floodgate keys ${act} <limiter>${act === 'list' ? '' : ' <key>'}`);
+  if (/[{}\n]/.test(limiter))
+    throw fail(`a limiter's name has no braces or newlines; got ${describe(limiter)}`);
+  if (act === 'list' && key !== undefined)
+    throw fail(`unexpected argument ${describe(key)} (list takes no key)`);
+  if (act !== 'list' && key === undefined)
+    throw fail(`${act} needs a key: floodgate keys ${act} ${limiter} <key>`);
+  if (extra.length > 0) throw fail(`unexpected argument ${describe(extra[0])}`);
+  const redis = values.redis as string | undefined;
+  const cluster = values.cluster as string | undefined;
+  if (redis === undefined && cluster === undefined)
+    throw fail('which Redis? give --redis <url> or --cluster <host:port,...>');
+  if (redis !== undefined && cluster !== undefined) throw fail('give --redis or --cluster, not both');
+  if (redis !== undefined && !/^rediss?:\/\/./.test(redis)) {
+    throw fail(`--redis must be a redis:// or rediss:// URL; got ${describe(redis)}`);
+  }
+  const nodes = cluster?.split(',').map((n) => n.trim());
+  for (const node of nodes ?? []) {
+    if (!/^[^\s:]+:\d{1,5}$/.test(node))
+      throw fail(`--cluster takes host:port nodes separated by commas; got ${describe(node)}`);
+  }
+  const prefix = (values.prefix as string | undefined) ?? 'floodgate:';
+  if (/[{}*?[\]\\\s]/.test(prefix)) {
+    throw fail(
+      `--prefix ${describe(prefix)} is not in floodgate's key format (no braces, glob characters or spaces)`,
+    );
+  }
+  const hashTag = values['hash-tag'] as string | undefined;
+  if (hashTag !== undefined && (hashTag === '' || /[{}]/.test(hashTag))) {
+    throw fail(`--hash-tag must be a non-empty tag without braces; got ${describe(hashTag)}`);
+  }
+  const lockFor = values.for as string | undefined;
+  if (act === 'lock' && lockFor === undefined)
+    throw fail(`lock needs --for <time>: floodgate keys lock ${limiter} ${key} --for 15m`);
+  if (act !== 'lock' && lockFor !== undefined) throw fail(`--for is for lock, not ${act}`);
+  let durationMs: number | undefined;
+  if (lockFor !== undefined) {
+    try {
+      durationMs = parseDuration('--for', /^\d+(\.\d+)?$/.test(lockFor) ? Number(lockFor) : lockFor);
+    } catch (error) {
+      throw fail((error as Error).message);
+    }
+    if (durationMs > 1e12)
+      throw fail(`--for must be at most 1e12 ms (about 31 years); got ${describe(lockFor)}`);
+  }
+  if (act !== 'list' && (values.count !== undefined || values.cursor !== undefined)) {
+    throw fail(`${values.count !== undefined ? '--count' : '--cursor'} is for list, not ${act}`);
+  }
+  const cursor = values.cursor as string | undefined;
+  if (cursor !== undefined && !/^\d+(:\d+)?$/.test(cursor)) {
+    throw fail(`--cursor takes the cursor a previous page printed; got ${describe(cursor)}`);
+  }
+  let count = 100;
+  const countText = values.count as string | undefined;
+  if (countText !== undefined) {
+    count = /^\d+$/.test(countText) ? Number(countText) : Number.NaN;
+    if (!Number.isSafeInteger(count) || count < 1 || count > 10_000) {
+      throw fail(`--count must be a whole number from 1 to 10000; got ${describe(countText)}`);
+    }
+  }
+  return {
+    kind: 'keys',
+    options: {
+      action: act,
+      limiter,
+      key,
+      redis,
+      cluster: nodes,
+      prefix,
+      hashTag,
+      durationMs,
+      count,
+      cursor,
+      json: values.json === true,
+    },
+  };
 }
 
 const BURST_OPTIONS = [
@@ -123,7 +279,7 @@ type Spec = Record<string, { type: 'string' | 'boolean'; short?: string; multipl
  * `parseArgs` without its strict mode, so that every mistake gets a message of our own: an unknown option
  * with the nearest known one, an option without its value.
  */
-function parse(where: 'tour' | 'burst', args: readonly string[], options: Spec) {
+function parse(where: Topic, args: readonly string[], options: Spec) {
   const parsed = parseArgs({ args: [...args], options, strict: false, allowPositionals: true, tokens: true });
   const known = Object.entries(options).flatMap(([name, o]) => [
     `--${name}`,

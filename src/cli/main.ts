@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { METER_VERSION } from '../telemetry.ts';
-import { BURST_USAGE, parseCommand, TOUR_USAGE, USAGE, UsageError } from './args.ts';
+import { BURST_USAGE, KEYS_USAGE, parseCommand, TOUR_USAGE, USAGE, UsageError } from './args.ts';
 import { runBurst } from './burst.ts';
+import { runKeys } from './keys.ts';
 import { chapters, runTour } from './tour/index.ts';
 
 /** The package's version: the meter's, which a test keeps equal to package.json's. */
@@ -9,7 +10,7 @@ function version(): string {
   return METER_VERSION;
 }
 
-const HELP = { floodgate: USAGE, tour: TOUR_USAGE, burst: BURST_USAGE };
+const HELP = { floodgate: USAGE, tour: TOUR_USAGE, burst: BURST_USAGE, keys: KEYS_USAGE };
 
 /** Runs the command line; resolves to the exit code (2 for a command line it cannot run). */
 async function main(argv: string[]): Promise<number> {
@@ -49,6 +50,8 @@ async function main(argv: string[]): Promise<number> {
       });
       return stop.signal.aborted ? 130 : code;
     }
+    case 'keys':
+      return runKeys(command.options, { out: process.stdout, err: process.stderr });
   }
 }
 

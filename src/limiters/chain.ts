@@ -1,6 +1,7 @@
-import { describe } from '../duration.ts';
+import { type Duration, describe } from '../duration.ts';
 import type { AdaptiveAcquireOptions } from './adaptive-concurrency.ts';
 import { type CoreWaiter, newWaiter, settle } from './core.ts';
+import { type ChainKeyState, type KeyState, tightest } from './key-state.ts';
 import { keyFor } from './keyed.ts';
 import { ChainLease, type Lease, unitOf } from './lease.ts';
 import {
@@ -20,6 +21,23 @@ import type { WaitQueue } from './wait-queue.ts';
 
 /** A chain's member: any limiter in memory (a chain among them is flattened into its members). */
 type Member = MemoryLimiter;
+
+/** What a partitioned member administers by key (a `partitioned` limiter's methods). */
+interface KeyAdmin {
+  state(key: string): KeyState | undefined;
+  reset(key: string): void;
+  lock(key: string, duration: Duration): void;
+  unlock(key: string): void;
+  charge(key: string, permits: number): void;
+  giveBack(key: string, permits: number): void;
+  lockedFor?(key: string, permits: number): Lease | undefined;
+}
+
+/** `member` as a {@link KeyAdmin} when it is partitioned and administers its keys. */
+function admin(member: Member): KeyAdmin | undefined {
+  const m = member as Member & Partial<KeyAdmin>;
+  return m.keyOf !== undefined && typeof m.reset === 'function' ? (m as KeyAdmin) : undefined;
+}
 
 /**
  * The resource type a chain's partitioned members take (`void` when every member is a plain limiter). Structural,
@@ -228,6 +246,49 @@ export class ChainLimiter<R = void> implements MemoryLimiter {
     return total;
   }
 
+  /**
+   * `key`'s state in each partitioned member (the same key in each), and the tightest of them: see
+   * {@link ChainKeyState}. Undefined when no member knows the key.
+   */
+  state(key: string): ChainKeyState | undefined {
+    return tightest(this.members.map((m) => admin(m)?.state(key)));
+  }
+
+  /** Resets `key` in every partitioned member (see `PartitionedLimiter.reset`). */
+  reset(key: string): void {
+    for (const m of this.members) admin(m)?.reset(key);
+  }
+
+  /** Locks `key` in every partitioned member for `duration`: the chain rejects it with reason `'locked'`. */
+  lock(key: string, duration: Duration): void {
+    for (const m of this.members) admin(m)?.lock(key, duration);
+  }
+
+  /** Ends `key`'s lock in every partitioned member. */
+  unlock(key: string): void {
+    for (const m of this.members) admin(m)?.unlock(key);
+  }
+
+  /** Takes `permits` from `key` in every partitioned member, without a request. */
+  charge(key: string, permits: number): void {
+    for (const m of this.members) admin(m)?.charge(key, permits);
+  }
+
+  /** Gives `permits` back to `key` in every partitioned member, without a request. */
+  giveBack(key: string, permits: number): void {
+    for (const m of this.members) admin(m)?.giveBack(key, permits);
+  }
+
+  /** The lock a member has on its partition of `binding` now (a key locked while its request waited). */
+  private lockedAt(binding: Binding, permits: number): Lease | undefined {
+    for (let i = 0; i < binding.length; i++) {
+      const key = binding[i].key;
+      const locked = key === undefined ? undefined : admin(this.members[i])?.lockedFor?.(key, permits);
+      if (locked !== undefined) return locked;
+    }
+    return undefined;
+  }
+
   /** A waiter reached the front of `from`'s queue with permits there: admit it if every other member can too. */
   private admit(binding: Binding, waiter: CoreWaiter, permits: number, from: SlotCore, now: number): void {
     const queue = waiter.queue!;
@@ -235,6 +296,12 @@ export class ChainLimiter<R = void> implements MemoryLimiter {
     for (let i = 0; i < binding.length; i++) if (binding[i].core === from) index = index < 0 ? i : index;
     const blocked = this.firstBlocked(binding, permits, index, waiter.rank);
     from.unqueue?.(queue as WaitQueue<CoreWaiter>, waiter);
+    const locked = this.lockedAt(binding, waiter.permits);
+    if (locked !== undefined) {
+      settle(waiter);
+      waiter.resolve(locked);
+      return;
+    }
     if (blocked >= 0) {
       // Wait on the member that is short now; it still holds nothing, so nothing is charged twice.
       const { core, slot } = binding[blocked];

@@ -122,6 +122,98 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     return { available, queued: this.queues.get(slot)?.permits ?? 0 };
   }
 
+  /** What an administrator reads of `slot` now (see `KeyState`, less the lock the partitioned limiter keeps). */
+  inspect(
+    slot: number,
+    now: number,
+  ): { limit: number; remaining: number; resetAfterMs: number | undefined; queued: number } {
+    // Through peek, which a core of its own (adaptive) overrides.
+    const { available, queued } = this.peek(slot, now);
+    return {
+      limit: this.algorithm.limit,
+      remaining: available,
+      resetAfterMs: nanToUndefined(this.resetAfter(slot, now)),
+      queued,
+    };
+  }
+
+  /** Milliseconds left on the algorithm's own lockout of `slot` (a `lockout()`), 0 for one that never locks. */
+  lockedFor(slot: number, now: number): number {
+    const algorithm = this.algorithm;
+    if (algorithm.lockedFor === undefined) return 0;
+    const o = slot * algorithm.width;
+    algorithm.advance(this.table.states, o, now);
+    return algorithm.lockedFor(this.table.states, o, now);
+  }
+
+  /** Lifts the algorithm's own lockout of `slot` and forgets the failures behind it; nothing for one that never locks. */
+  unlock(slot: number, now: number): void {
+    const algorithm = this.algorithm;
+    if (algorithm.unlock === undefined) return;
+    const o = slot * algorithm.width;
+    algorithm.advance(this.table.states, o, now);
+    algorithm.unlock(this.table.states, o, now);
+  }
+
+  /**
+   * `slot` as if never seen (a reset), in place: a time-based state starts afresh (grants made before no longer
+   * refund into it); a concurrency state keeps the permits its leases hold, which come back by their release.
+   * Then serves the waiters that now fit.
+   */
+  restart(slot: number, now: number): void {
+    if (this.algorithm.timeBased) {
+      this.algorithm.init(this.table.states, slot * this.algorithm.width, now);
+      this.table.renew(slot);
+    }
+    if (this.waiting > 0) this.drain(slot, now);
+  }
+
+  /** Takes `permits` from `slot` without a request (an administrative charge): it may go below zero. */
+  charge(slot: number, permits: number, now: number): void {
+    const o = slot * this.algorithm.width;
+    this.algorithm.advance(this.table.states, o, now);
+    this.algorithm.take(this.table.states, o, permits);
+  }
+
+  /**
+   * Gives back up to `permits` taken from `slot` (an administrative give-back), never past full: a window's
+   * count, a sliding window's segments newest first, a bucket's tokens up to its limit, a concurrency state's
+   * count (the caller gives back only what it charged). Then serves the waiters that now fit.
+   */
+  giveBack(slot: number, permits: number, now: number): void {
+    const algorithm = this.algorithm;
+    const s = this.table.states;
+    const o = slot * algorithm.width;
+    algorithm.advance(s, o, now);
+    let left = Math.min(permits, algorithm.limit - algorithm.available(s, o));
+    if (left <= 0) return;
+    if (!algorithm.timeBased) algorithm.give(s, o, left);
+    else {
+      // Refunds into the newest window or segment first, then older ones still in the window.
+      for (let back = 0; left > 0 && back < algorithm.width; back++) {
+        const before = algorithm.available(s, o);
+        algorithm.refund(s, o, left, algorithm.mark(s, o) - back * (algorithm.markStep ?? 0));
+        left -= algorithm.available(s, o) - before;
+        if (algorithm.markStep === undefined) break;
+      }
+    }
+    if (this.waiting > 0) this.drain(slot, now);
+  }
+
+  /** Answers every waiter of `slot` with `answer` (the key was locked). */
+  answerQueued(slot: number, answer: (waiter: CoreWaiter) => Lease): void {
+    const queue = this.queues.get(slot);
+    if (!queue) return;
+    for (let w = queue.head; w !== undefined; ) {
+      const after = w.next as CoreWaiter | undefined;
+      this.unqueue(queue, w);
+      settle(w);
+      w.resolve(answer(w));
+      w = after;
+    }
+    this.arm(this.options.clock.now());
+  }
+
   /**
    * Whether `permits` of class `rank` could be granted to a new arrival now: enough available, and nobody of a
    * higher class waiting, nor (oldest-first) of its own class. A zero-permit probe needs one permit available.

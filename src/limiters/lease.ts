@@ -12,8 +12,9 @@ export interface ReleaseOutcome {
 /**
  * Why a lease was not granted: `'limit'` (no permits), `'queue-full'`, `'evicted'` (a newer or higher-class
  * waiter took its place), `'overflow'` (a partitioned limiter full of live partitions), `'unavailable'` (the
- * store could not be asked and its fallback refused), `'locked'` (a `lockout()` locked the key out after
- * repeated failures), or a limiter's own reason.
+ * store could not be asked and its fallback refused), `'locked'` (the key is locked — by a `lockout()` after
+ * repeated failures, or by `lock(key, duration)` —: `retryAfterMs` is the time left on the lock), or a limiter's
+ * own reason.
  */
 export type RejectionReason =
   | 'limit'

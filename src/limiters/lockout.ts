@@ -106,20 +106,6 @@ export class LockoutLimiter extends RateLimiter {
 export class LockoutCore extends LimiterCore {
   declare algorithm: Lockout;
 
-  /** Milliseconds left on the lockout of `slot`, 0 when not locked out. */
-  lockedFor(slot: number, now: number): number {
-    const o = slot * this.algorithm.width;
-    this.algorithm.advance(this.table.states, o, now);
-    return this.algorithm.lockedFor(this.table.states, o, now);
-  }
-
-  /** Lifts the lockout of `slot` and clears its failures and growth. */
-  unlock(slot: number, now: number): void {
-    const o = slot * this.algorithm.width;
-    this.algorithm.advance(this.table.states, o, now);
-    this.algorithm.unlock(this.table.states, o, now);
-  }
-
   override reject(
     slot: number,
     permits: number,

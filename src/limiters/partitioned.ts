@@ -1,9 +1,10 @@
 import { Buffer } from 'node:buffer';
 import type { Algorithm } from '../algorithms/algorithm.ts';
-import { describe } from '../duration.ts';
+import { type Duration, describe, parseDuration } from '../duration.ts';
 import { rejectUnknown } from '../options/known.ts';
 import type { AdaptiveAcquireOptions } from './adaptive-concurrency.ts';
 import { LimiterCore } from './core.ts';
+import type { KeyState } from './key-state.ts';
 import { keyFor } from './keyed.ts';
 import { Lease } from './lease.ts';
 import type { LimitShape, MemorySlot } from './limiter.ts';
@@ -79,6 +80,12 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
   // lookup. Cleared whenever a partition is dropped.
   private lastKey: string | undefined;
   private lastCode = 0;
+  // Keys locked by `lock(key, duration)` and when each lock ends (clock ms). Undefined while none is, so a
+  // decision pays one field read for locks and a partition no byte.
+  private locks: Map<string, number> | undefined;
+  // Permits `charge` took from concurrency partitions: only `giveBack` and `reset` return them (a lease's
+  // release returns its own).
+  private charged: Map<string, number> | undefined;
 
   constructor(options: PartitionedOptions<R>) {
     super();
@@ -151,6 +158,10 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
     refundable = true,
     priority?: Priority,
   ): Lease {
+    if (this.locks !== undefined) {
+      const locked = this.lockedFor(key as string, permits);
+      if (locked !== undefined) return locked;
+    }
     const code = this.codeOf(key as string);
     if (code === REJECTED) return this.overflowLease(key as string, permits);
     return decideNow(this.cores[code & 255], code >>> 8, key, permits, refundable, priority);
@@ -185,6 +196,10 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
 
   /** The partition of `key`, created if new; the overflow lease when the limiter is full and rejects new keys. */
   bind(key: string | undefined, permits: number): MemorySlot | Lease {
+    if (this.locks !== undefined) {
+      const locked = this.lockedFor(key as string, permits);
+      if (locked !== undefined) return locked;
+    }
     const code = this.codeOf(key as string);
     if (code === REJECTED) return this.overflowLease(key as string, permits);
     return { core: this.cores[code & 255], slot: code >>> 8, key };
@@ -196,6 +211,187 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
     if (code === undefined) return this.specOf(key as string).algorithm.limit;
     const core = this.cores[code & 255];
     return core.peek(code >>> 8, core.options.clock.now()).available;
+  }
+
+  /**
+   * What a request for `key` would meet now: its limit, permits remaining, time until full, time left on a lock,
+   * permits queued. Undefined for a key never seen (or dropped since, being back to full) and not locked.
+   * Synchronous, no allocation beyond the answer.
+   */
+  state(key: string): KeyState | undefined {
+    checkKey('partitioned.state', key);
+    const lockedForMs = this.lockLeft(key);
+    const code = this.map.get(key);
+    if (code === undefined) {
+      if (lockedForMs === 0) return undefined;
+      const limit = this.specOf(key).algorithm.limit;
+      return { limit, remaining: limit, resetAfterMs: 0, lockedForMs, queued: 0 };
+    }
+    const core = this.cores[code & 255];
+    const now = core.options.clock.now();
+    // The longer of an administrator's lock and the limiter's own (a lockout() after repeated failures).
+    const own = core.lockedFor(code >>> 8, now);
+    return { ...core.inspect(code >>> 8, now), lockedForMs: Math.max(lockedForMs, own) };
+  }
+
+  /**
+   * Forgets `key`, as if never seen: its lock ends, its window or bucket starts afresh (grants made before can
+   * no longer refund into it) and its waiters that now fit are served. A concurrency partition keeps the
+   * permits its leases hold (they come back by their release: never more than the limit at once) and returns
+   * those `charge` took. Nothing for an unknown key.
+   */
+  reset(key: string): void {
+    checkKey('partitioned.reset', key);
+    this.endLock(key);
+    const code = this.map.get(key);
+    if (code === undefined) return;
+    const core = this.cores[code & 255];
+    const slot = code >>> 8;
+    const now = core.options.clock.now();
+    const charged = this.charged?.get(key);
+    if (charged !== undefined) {
+      this.charged!.delete(key);
+      core.giveBack(slot, charged, now);
+    }
+    core.restart(slot, now);
+    if (core.isIdle(slot, now)) this.drop(code, key);
+  }
+
+  /**
+   * Locks `key` for `duration` (replacing any lock it has): every request for it is rejected at once with reason
+   * `'locked'` and `retryAfterMs` the time left, until the lock ends or {@link unlock}; its queued requests are
+   * answered so now. Its window or bucket is left as it is. A key never seen may be locked (its first request
+   * meets the lock). A `RangeError`/`TypeError` for a duration that is not positive.
+   */
+  lock(key: string, duration: Duration): void {
+    checkKey('partitioned.lock', key);
+    const ms = parseDuration('partitioned.lock: duration', duration);
+    const now = this.clockOf(key).now();
+    if (this.locks === undefined) this.locks = new Map();
+    else if (this.locks.size >= 1024) this.pruneLocks(now);
+    this.locks.set(ownText(key), now + ms);
+    const code = this.map.get(key);
+    if (code === undefined) return;
+    this.cores[code & 255].answerQueued(code >>> 8, (waiter) => this.lockedFor(key, waiter.permits)!);
+  }
+
+  /**
+   * Ends `key`'s lock now — an administrator's, and a `lockout()`'s own with the failures behind it — and serves
+   * its waiters that fit. Nothing when it is not locked.
+   */
+  unlock(key: string): void {
+    checkKey('partitioned.unlock', key);
+    this.endLock(key);
+    const code = this.map.get(key);
+    if (code === undefined) return;
+    const core = this.cores[code & 255];
+    const now = core.options.clock.now();
+    core.unlock(code >>> 8, now);
+    if (core.waiting > 0) core.drain(code >>> 8, now);
+  }
+
+  /**
+   * Takes `permits` from `key`'s partition without a request (a penalty): it may go below zero, so later
+   * requests wait longer. On a concurrency limiter they stay taken until {@link giveBack} or {@link reset}.
+   * Starts the partition of a key never seen; nothing when the limiter is full and rejects new keys.
+   */
+  charge(key: string, permits: number): void {
+    checkKey('partitioned.charge', key);
+    checkCount('partitioned.charge: permits', permits);
+    const code = this.codeOf(key);
+    if (code === REJECTED || permits === 0) return;
+    const core = this.cores[code & 255];
+    core.charge(code >>> 8, permits, core.options.clock.now());
+    if (!core.algorithm.timeBased) {
+      if (this.charged === undefined) this.charged = new Map();
+      this.charged.set(ownText(key), (this.charged.get(key) ?? 0) + permits);
+    }
+  }
+
+  /**
+   * Gives `permits` back to `key`'s partition without a request (a reward), never past full: into its window (a
+   * sliding window's newest segments first) or bucket; on a concurrency limiter, only permits {@link charge}
+   * took (a lease's come back by its release). Serves its waiters that now fit. Nothing for an unknown key.
+   */
+  giveBack(key: string, permits: number): void {
+    checkKey('partitioned.giveBack', key);
+    checkCount('partitioned.giveBack: permits', permits);
+    const code = this.map.get(key);
+    if (code === undefined) return;
+    const core = this.cores[code & 255];
+    let back = permits;
+    if (!core.algorithm.timeBased) {
+      const charged = this.charged?.get(key) ?? 0;
+      back = Math.min(back, charged);
+      if (charged - back > 0) this.charged!.set(key, charged - back);
+      else this.charged?.delete(key);
+    }
+    core.giveBack(code >>> 8, back, core.options.clock.now());
+  }
+
+  /**
+   * The rejection a request of `permits` for a locked `key` gets, or undefined when `key` is not locked (an
+   * ended lock is forgotten here).
+   *
+   * @internal Read by chains at a waiter's admission.
+   */
+  lockedFor(key: string, permits: number): Lease | undefined {
+    const until = this.locks?.get(key);
+    if (until === undefined) return undefined;
+    const clock = this.clockOf(key);
+    const now = clock.now();
+    if (until <= now) {
+      this.endLock(key);
+      return undefined;
+    }
+    const code = this.map.get(key);
+    const algorithm = code === undefined ? this.specOf(key).algorithm : this.cores[code & 255].algorithm;
+    checkPermits(permits, algorithm.limit);
+    const state = code === undefined ? undefined : this.cores[code & 255].inspect(code >>> 8, now);
+    return Lease.rejected('locked', {
+      retryAfterMs: until - now,
+      limit: algorithm.limit,
+      remaining: state === undefined ? algorithm.limit : state.remaining,
+      resetAfterMs: state === undefined ? 0 : state.resetAfterMs,
+      source: this,
+      key,
+    });
+  }
+
+  /** Milliseconds left on `key`'s lock; 0 when none. */
+  private lockLeft(key: string): number {
+    const until = this.locks?.get(key);
+    if (until === undefined) return 0;
+    const left = until - this.clockOf(key).now();
+    if (left > 0) return left;
+    this.endLock(key);
+    return 0;
+  }
+
+  private endLock(key: string): void {
+    if (this.locks === undefined) return;
+    this.locks.delete(key);
+    if (this.locks.size === 0) this.locks = undefined;
+  }
+
+  private pruneLocks(now: number): void {
+    for (const [key, until] of this.locks!) if (until <= now) this.locks!.delete(key);
+  }
+
+  /** The clock `key`'s partition is decided on. */
+  private clockOf(key: string): { now(): number } {
+    const code = this.map.get(key);
+    if (code !== undefined) return this.cores[code & 255].options.clock;
+    return this.specOf(key).options.clock;
+  }
+
+  /** Drops the live partition `code` of `key` (back to full, nobody queued). */
+  private drop(code: number, key: string): void {
+    const index = code & 255;
+    const slot = code >>> 8;
+    this.map.delete(key);
+    this.cores[index].free(slot);
+    this.lastKey = undefined;
   }
 
   /** The partition of `key` as `slot << 8 | spec index`, created if new; `REJECTED` when full. */
@@ -368,6 +564,19 @@ function notAString(key: unknown): TypeError {
   return new TypeError(
     `partitioned: key() must return a string; got ${describe(key)}${isThenable(key) ? ' (async keys are awaited by rateLimiting; call tryAcquire with the awaited key)' : ''}`,
   );
+}
+
+function checkKey(where: string, key: unknown): asserts key is string {
+  if (typeof key !== 'string') throw new TypeError(`${where}: key must be a string; got ${describe(key)}`);
+}
+
+/** A whole number of permits, zero or more, for an administrative charge or give-back. */
+export function checkCount(name: string, permits: unknown): asserts permits is number {
+  if (typeof permits !== 'number')
+    throw new TypeError(`${name} must be a whole number; got ${describe(permits)}`);
+  if (!Number.isInteger(permits) || permits < 0) {
+    throw new RangeError(`${name} must be a whole number of permits, 0 or more; got ${describe(permits)}`);
+  }
 }
 
 function isThenable(value: unknown): boolean {

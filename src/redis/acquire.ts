@@ -103,7 +103,8 @@ export class Waiting {
             if (decided.lease.granted) decided.lease.release();
             continue;
           }
-          if (decided.lease.granted || decided.local) {
+          // A locked key answers its waiters at once, as in memory: waiting would not end the lock.
+          if (decided.lease.granted || decided.local || decided.lease.reason === 'locked') {
             queue.remove(waiter);
             finish(waiter);
             waiter.resolve(decided.lease);

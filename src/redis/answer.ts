@@ -65,8 +65,10 @@ export class Answers {
     const m = members[index];
     // A queued attempt that fails is not a rejection: the request keeps waiting.
     if (permits > 0 && op === 't') m.owner.rejected++;
-    // A seventh field 'l': a lockout refused it because the key is locked out.
-    const lease = Lease.rejected(reply[6] === 'l' ? 'locked' : reason, {
+    // A seventh field: 'l', a lockout refused it (locked out after failures); 'L', an administrative lock
+    // (see `lua/admin.ts`).
+    const locked = reply.length > 6 && (reply[6] === 'l' || reply[6] === 'L');
+    const lease = Lease.rejected(locked ? 'locked' : reason, {
       retryAfterMs: decodeNumber(reply[2]),
       limit: m.spec.algorithm.limit,
       remaining: Number(reply[4]),

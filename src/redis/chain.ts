@@ -1,5 +1,6 @@
-import { describe } from '../duration.ts';
+import { type Duration, describe } from '../duration.ts';
 import type { ChainAcquireArgs, ChainArgs, ChainResource } from '../limiters/chain.ts';
+import { type ChainKeyState, tightest } from '../limiters/key-state.ts';
 import { type Lease, unitOf } from '../limiters/lease.ts';
 import type { LimitShape, StoredLimiter, StoredLimiterChain } from '../limiters/limiter.ts';
 import type { AcquireOptions, Statistics } from '../limiters/rate-limiter.ts';
@@ -112,6 +113,40 @@ export class RedisChainLimiter<R = void> implements StoredLimiterChain {
     };
   }
 
+  /**
+   * `key`'s state in each partitioned member (the same key in each) and the tightest of them (see
+   * `ChainKeyState`); undefined when Redis holds it for none. The members' reads leave in one batch: one round
+   * trip when their keys share a node (on Cluster they share a slot).
+   */
+  async state(key: string): Promise<ChainKeyState | undefined> {
+    return tightest(await Promise.all(this.members.map((m) => partitionedOf(m)?.state(key))));
+  }
+
+  /** Resets `key` in every partitioned member: one round trip, as {@link state}. */
+  async reset(key: string): Promise<void> {
+    await Promise.all(this.members.map((m) => partitionedOf(m)?.reset(key)));
+  }
+
+  /** Locks `key` in every partitioned member for `duration`: the chain rejects it with reason `'locked'`. */
+  async lock(key: string, duration: Duration): Promise<void> {
+    await Promise.all(this.members.map((m) => partitionedOf(m)?.lock(key, duration)));
+  }
+
+  /** Ends `key`'s lock in every partitioned member. */
+  async unlock(key: string): Promise<void> {
+    await Promise.all(this.members.map((m) => partitionedOf(m)?.unlock(key)));
+  }
+
+  /** Takes `permits` from `key` in every partitioned member, without a request. */
+  async charge(key: string, permits: number): Promise<void> {
+    await Promise.all(this.members.map((m) => partitionedOf(m)?.charge(key, permits)));
+  }
+
+  /** Gives `permits` back to `key` in every partitioned member, without a request. */
+  async giveBack(key: string, permits: number): Promise<void> {
+    await Promise.all(this.members.map((m) => partitionedOf(m)?.giveBack(key, permits)));
+  }
+
   private bind(resource: unknown): Binding {
     const members: BoundMember[] = new Array(this.members.length);
     let partKey: string | undefined;
@@ -126,4 +161,11 @@ export class RedisChainLimiter<R = void> implements StoredLimiterChain {
     if (this.needsResource) return [args[0], (args[1] as number | undefined) ?? 1];
     return [undefined, (args[0] as number | undefined) ?? 1];
   }
+}
+
+/** `member` when it is partitioned (it administers keys), else undefined. */
+// biome-ignore lint/suspicious/noExplicitAny: a chain accepts partitioned limiters over any resource type
+function partitionedOf(member: Member): RedisPartitionedLimiter<any> | undefined {
+  // biome-ignore lint/suspicious/noExplicitAny: as above
+  return (member as StoredLimiter).keyOf !== undefined ? (member as RedisPartitionedLimiter<any>) : undefined;
 }

@@ -11,7 +11,15 @@ import { unavailableAnswer } from './fallback.ts';
 import { Leases } from './leases.ts';
 import type { ResolvedOptions } from './options.ts';
 import { meanwhileOf, OutageWarnings } from './outage.ts';
-import { decodeNumber, encodeLone, encodeRequest, type MemberCall, type Op, specText } from './protocol.ts';
+import {
+  type AdminOp,
+  decodeNumber,
+  encodeLone,
+  encodeRequest,
+  type MemberCall,
+  type Op,
+  specText,
+} from './protocol.ts';
 import type { SettlePart } from './refund.ts';
 import type { StoreUnavailableError } from './request.ts';
 import { keySlot } from './slot.ts';
@@ -198,6 +206,22 @@ export class Engine implements DecisionHost {
     return reply.split(',').map((v) => decodeNumber(v) ?? 0);
   }
 
+  /**
+   * One key administered (see `lua/admin.ts`): one round trip, answered with the script's reply. A rejection
+   * this process kept for the key (`cacheBlocked`) is forgotten, as the key's state just changed.
+   */
+  async admin(m: BoundMember, op: AdminOp, permits: number, arg: string): Promise<string> {
+    const args: string[] = [];
+    const binding: Binding = { members: [m], partKey: m.partKey, chain: false };
+    this.encodeArgs(args, binding, op, permits, arg, false, this.now());
+    const reply = await this.dispatcher.request([m.key], args);
+    if (op !== 'a' && this.blockedUntil.size > 0) {
+      for (const key of this.blockedUntil.keys())
+        if (key.split('\n').includes(m.key)) this.blockedUntil.delete(key);
+    }
+    return reply;
+  }
+
   /** Returns a concurrency lease's permits, or renews it; a failure is left to the lease TTL. */
   leaseOp(binding: Binding, op: 'x' | 'n', leaseId: string): void {
     const args: string[] = [];
@@ -215,7 +239,13 @@ export class Engine implements DecisionHost {
     if (this.outage.outage) this.outage.answered(this.scopeOf(d.binding));
     const decided = this.answers.toLease(d.binding, reply.split(','), d.op, d.permits, d.reason, d.leaseId);
     if (d.cacheKey === '') return decided;
-    if (!decided.lease.granted && decided.lease.retryAfterMs! > 0 && d.permits > 0) {
+    // A lock is not kept here: an unlock in another process must reach this one at its next request.
+    if (
+      !decided.lease.granted &&
+      decided.lease.retryAfterMs! > 0 &&
+      d.permits > 0 &&
+      decided.lease.reason !== 'locked'
+    ) {
       this.blockedUntil.set(d.cacheKey, {
         until: performance.now() + decided.lease.retryAfterMs!,
         lease: decided.lease,

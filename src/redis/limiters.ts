@@ -1,13 +1,16 @@
-import { describe } from '../duration.ts';
+import { type Duration, describe, parseDuration } from '../duration.ts';
+import type { KeyState } from '../limiters/key-state.ts';
 import { keyFor } from '../limiters/keyed.ts';
 import type { Lease } from '../limiters/lease.ts';
 import type { LimitShape, StoredLimiter } from '../limiters/limiter.ts';
+import { checkCount } from '../limiters/partitioned.ts';
 import type { AcquireOptions, LimiterSpec, Statistics } from '../limiters/rate-limiter.ts';
 import type { RemoteStore } from '../limiters/store.ts';
 import { rejectUnknown } from '../options/known.ts';
 import type { Waiting } from './acquire.ts';
 import type { Binding, BoundMember, Owner } from './binding.ts';
 import type { Engine } from './engine.ts';
+import { decodeNumber } from './protocol.ts';
 
 export { isUnavailableAnswer } from './unavailable.ts';
 
@@ -70,6 +73,7 @@ export interface Context {
 }
 
 const SPEC_CACHE = 10_000;
+const MAX_LOCK_MS = 1e12;
 
 /**
  * One limiter state in Redis, shared by every process that uses the same name: the async twin of a memory
@@ -286,6 +290,101 @@ export class RedisPartitionedLimiter<R> implements Owner, StoredLimiter<R> {
     throw new TypeError(
       `store.partitioned: setLimit is for memory limiters; the settings of a Redis limiter are shared by every process using its name: build a new one with the new settings`,
     );
+  }
+
+  /**
+   * What a request for `key` would meet now, as Redis holds it: limit, permits remaining, time until full, time
+   * left on a lock, and permits queued in this process. Undefined for a key Redis does not hold (never seen, or
+   * expired back to full). One round trip, read-only.
+   */
+  async state(key: string): Promise<KeyState | undefined> {
+    const m = this.adminMember('state', key);
+    const reply = await this.context.engine.admin(m, 'a', 0, '');
+    if (reply === '') return undefined;
+    const [remaining, resetAfter, locked] = reply.split(',');
+    const queued = this.context.waiting.queued({ members: [m], partKey: key, chain: false });
+    return {
+      limit: m.spec.algorithm.limit,
+      remaining: Number(remaining),
+      resetAfterMs: decodeNumber(resetAfter),
+      lockedForMs: Number(locked),
+      queued,
+    };
+  }
+
+  /**
+   * Forgets `key`, as if never seen, in every process: its state and lock are deleted (a concurrency key keeps
+   * the leases its holders have, which come back by their release, and drops what `charge` took). Nothing for
+   * an unknown key. One round trip.
+   */
+  async reset(key: string): Promise<void> {
+    await this.administer(this.adminMember('reset', key), 'e', 0, '');
+  }
+
+  /**
+   * Locks `key` for `duration` in every process (replacing any lock it has): its requests are rejected at once
+   * with reason `'locked'` and `retryAfterMs` the time left, until the lock ends (Redis expires it) or
+   * {@link unlock}. Its state is kept under the lock. A key never seen may be locked. One round trip.
+   */
+  async lock(key: string, duration: Duration): Promise<void> {
+    const m = this.adminMember('lock', key);
+    const ms = Math.ceil(parseDuration('store.partitioned.lock: duration', duration));
+    // The lock's end is written as a whole number of milliseconds on Redis's clock, and its key's TTL with it.
+    if (ms > MAX_LOCK_MS) {
+      throw new RangeError(
+        `store.partitioned.lock: duration must be at most ${MAX_LOCK_MS} ms (about 31 years); got ${describe(duration)}`,
+      );
+    }
+    await this.administer(m, 'k', 0, String(ms));
+  }
+
+  /** Ends `key`'s lock in every process; nothing when it is not locked. One round trip. */
+  async unlock(key: string): Promise<void> {
+    await this.administer(this.adminMember('unlock', key), 'u', 0, '');
+  }
+
+  /**
+   * Takes `permits` from `key` without a request (a penalty; it may go below zero). On a concurrency limiter
+   * they are held like a lease nobody renews: they lapse after the store's `leaseTtl` unless given back or
+   * reset sooner. Starts a key never seen. One round trip.
+   */
+  async charge(key: string, permits: number): Promise<void> {
+    const m = this.adminMember('charge', key);
+    checkCount('store.partitioned.charge: permits', permits);
+    if (permits > 0) await this.context.engine.admin(m, 'c', permits, '');
+  }
+
+  /**
+   * Gives `permits` back to `key` without a request (a reward), never past full (a sliding window's newest
+   * segments first); on a concurrency limiter only what {@link charge} took. Nothing for an unknown key. One
+   * round trip.
+   */
+  async giveBack(key: string, permits: number): Promise<void> {
+    const m = this.adminMember('giveBack', key);
+    checkCount('store.partitioned.giveBack: permits', permits);
+    if (permits > 0) await this.administer(m, 'v', permits, '');
+  }
+
+  /**
+   * One key changed by `op`; the waiters on it in this process ask Redis again now (they may fit, or meet the
+   * lock).
+   */
+  private async administer(
+    m: BoundMember,
+    op: 'e' | 'k' | 'u' | 'v',
+    permits: number,
+    arg: string,
+  ): Promise<void> {
+    await this.context.engine.admin(m, op, permits, arg);
+    this.context.waiting.wakeKey(m.key);
+  }
+
+  /** `key`'s member for an administrative operation, or a TypeError naming it. */
+  private adminMember(operation: string, key: string): BoundMember {
+    if (typeof key !== 'string') {
+      throw new TypeError(`store.partitioned.${operation}: key must be a string; got ${describe(key)}`);
+    }
+    return this.member(key);
   }
 
   /** The algorithm that decides (or would decide) `key`'s partition. */

@@ -1,7 +1,13 @@
 import type { Algorithm } from '../algorithms/algorithm.ts';
 
 /** The operations of the decision script (see `lua/decide.ts`). */
-export type Op = 't' | 'w' | 'p' | 'x' | 'n' | 'r' | 'l' | 'g' | 's';
+export type Op = 't' | 'w' | 'p' | 'x' | 'n' | 'r' | 'l' | 'g' | 's' | AdminOp;
+
+/**
+ * Key administration (see `lua/admin.ts`): `a` state, `e` reset, `k` lock, `u` unlock, `c` charge, `v` give
+ * back. (Letters apart from the decision ops': `l`/`g` are a lease's take and give-back, `s` a settle.)
+ */
+export type AdminOp = 'a' | 'e' | 'k' | 'u' | 'c' | 'v';
 
 /** Arguments per member the script reads, in order: `spec, origin, blocked, lease`. */
 export const MEMBER_ARGS = 4;

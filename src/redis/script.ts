@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { ADMIN } from './lua/admin.ts';
 import { CONCURRENCY } from './lua/concurrency.ts';
 import { DECIDE } from './lua/decide.ts';
 import { FIXED_WINDOW } from './lua/fixed-window.ts';
@@ -41,6 +42,7 @@ export const DECIDE_SCRIPT: Script = script(
     LOCKOUT,
     GENERAL,
     PAIR_CHAIN,
+    ADMIN,
     DECIDE,
   ].join('\n'),
 );

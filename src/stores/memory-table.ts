@@ -47,6 +47,11 @@ export class MemoryTable {
     return this.generations[slot] ?? 0;
   }
 
+  /** Makes `slot` a new partition in place (a reset): leases granted before no longer refund into it. */
+  renew(slot: number): void {
+    this.generations[slot] = this.generation(slot) + 1;
+  }
+
   /** Returns a slot to the free list. */
   release(slot: number): void {
     this.generations[slot] = this.generation(slot) + 1;

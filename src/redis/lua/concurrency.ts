@@ -18,13 +18,15 @@ local CC = {
   end,
   isFull = function(m, s) return s[1] == 0 end,
 }
+-- The live leases' permits, and the end of a lock when the key has one (read by its score only then).
 local function loadLeases(key, now)
   call('ZREMRANGEBYSCORE', key, '-inf', num(now))
-  local held = 0
+  local held, lock = 0, false
   for _, v in ipairs(call('ZRANGE', key, 0, -1)) do
     held = held + tonumber(match(v, '^(%d+)'))
+    if v == LOCK_ENTRY then lock = tonumber(call('ZSCORE', key, v)) end
   end
-  return { held }
+  return { held }, lock
 end
 local function holdLease(key, lease, expiry, ttl)
   call('ZADD', key, num(expiry), lease)
@@ -39,15 +41,18 @@ end
 -- \`PEXPIRE\`. Answers as \`decide\` does.
 local function leaseTry(c, key, blocked, lease, op, permits, now)
   local entries = call('ZRANGE', key, 0, -1, 'WITHSCORES')
-  local held, live, dead = 0, 0, false
+  local held, live, dead, lock = 0, 0, false, false
   for i = 1, #entries, 2 do
-    if tonumber(entries[i + 1]) <= now then dead = true
+    local expiry = tonumber(entries[i + 1])
+    if expiry <= now then dead = true
     else
       held = held + tonumber(match(entries[i], '^(%d+)'))
       live = live + 1
+      if entries[i] == LOCK_ENTRY then lock = expiry end
     end
   end
   if dead then call('ZREMRANGEBYSCORE', key, '-inf', num(now)) end
+  if lock then return lockedText(1, lock - now) end
   local limit = c.limit
   local need = permits
   if need == 0 then need = 1 end

@@ -8,7 +8,18 @@ export const GENERAL = `
 -- A fresh state for \`m\`, or its state in \`m.raw\` (the packed string, false for none), advanced to now.
 local function fill(m, now)
   local c, a = m.c, m.a
-  local s = unpacked(m.raw, c.width)
+  local raw = m.raw
+  -- A lock (see \`lockEnd\`): in force, the member rejects and its state is not written (that would drop it);
+  -- ended, the state under it is decided and written without it.
+  m.locked, m.lockUntil = false, false
+  if raw and byte(raw, 1) == LOCK_BYTE then
+    local untilMs, under = lockEnd(raw)
+    m.locked = true
+    if SPECULATE then known[m.key] = nil end
+    if untilMs > now then m.lockUntil = untilMs end
+    raw = under
+  end
+  local s = unpacked(raw, c.width)
   local before, second
   if s then
     before, second = s[1], s[2]
@@ -20,7 +31,7 @@ local function fill(m, now)
   a.advance(c, s, now)
   -- Kept whenever it moved: advancing in the same steps as memory gives the same doubles (continuous refill
   -- and fractional segments round differently if two steps are taken as one).
-  m.dirty = s[1] ~= before
+  m.dirty = s[1] ~= before and not m.lockUntil
   m.s = s
   m.before, m.second = before or false, second or false
 end
@@ -39,10 +50,10 @@ local function member(c, key, origin, blocked, lease, now, speculate)
   -- algorithm itself.
   local m = {
     a = c.a, c = c, key = key, origin = origin, blocked = blocked, lease = lease, dirty = false, s = false,
-    before = false, second = false, raw = false, known = false, packed = false,
+    before = false, second = false, raw = false, known = false, packed = false, locked = false, lockUntil = false,
   }
   if c.cc then
-    m.s = loadLeases(key, now)
+    m.s, m.lockUntil = loadLeases(key, now)
     return m
   end
   local raw = speculate and knownState(key)
@@ -102,22 +113,26 @@ local function decide(op, permits, ms, now)
   end
   if op == 'r' then
     -- A refund: the member's \`lease\` field carries the grant's reset time from now, and 'z' after it when the
-    -- grant left no permits.
+    -- grant left no permits. (Not into a locked state: its write would drop the lock.)
     for _, m in ipairs(ms) do
       local text = m.lease
       local emptied = byte(text, -1) == 122
       if emptied then text = text:sub(1, -2) end
-      if m.a.refund and m.a.refund(m.c, m.s, permits, tonumber(text) or 0, now, emptied) then m.dirty = true end
+      if m.a.refund and not m.lockUntil and m.a.refund(m.c, m.s, permits, tonumber(text) or 0, now, emptied) then
+        m.dirty = true
+      end
     end
     return ''
   end
   if op == 's' then
     -- A settle: the member's \`lease\` field is \`delta:expected\`; a charge is recorded past the limit (the work
-    -- was done), a give-back follows the refund's rules.
+    -- was done), a give-back follows the refund's rules. (Not into a locked state, as a refund.)
     for _, m in ipairs(ms) do
       local d, e = match(m.lease, '^([^:]*):(.*)$')
       d = tonumber(d)
-      if d > 0 then
+      if m.lockUntil then
+        -- nothing: the key is locked by hand
+      elseif d > 0 then
         m.a.take(m.c, m.s, d)
         m.dirty = true
       elseif m.a.refund and m.a.refund(m.c, m.s, -d, tonumber(e) or 0, now) then
@@ -129,6 +144,10 @@ local function decide(op, permits, ms, now)
   local need = permits
   if need == 0 then need = 1 end
   local n = #ms
+  for j = 1, n do
+    local lock = ms[j].lockUntil
+    if lock then return lockedText(j, lock - now) end
+  end
   local blocked = 0
   for j = 1, n do
     if not canGrant(ms[j], permits, need) then
@@ -235,7 +254,7 @@ local function settle(op, permits, ms, now, leases)
       end
     elseif m.dirty then
       save(m, now)
-    elseif m.raw then
+    elseif m.raw and not m.locked then
       remember(m.key, m.raw)
     end
   end

@@ -10,6 +10,8 @@ export const PAIR_CHAIN = `
 -- it was taken from the known states, the state (a reused table), before/second (its stored first two numbers,
 -- false for none), dirty, and the state written speculatively.
 local PK, PC, PRAW, PKNOWN, PS, PBEFORE, PSECOND, PDIRTY, PPACKED, PRES = {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
+-- A member's stored state was locked (see \`lockEnd\`): the request is left to the general path.
+local PLOCKED = false
 
 -- Member j's state from PRAW[j] (or a fresh one, anchored at now), advanced to now.
 local function pairFill(j, now)
@@ -22,6 +24,7 @@ local function pairFill(j, now)
   end
   local first, second, extra
   if raw then first, second, extra = munpack(raw) end
+  if first == 'L' then PLOCKED = true end
   if second ~= nil and extra == nil then
     s[1], s[2] = first, second
     PBEFORE[j], PSECOND[j] = first, second
@@ -107,7 +110,9 @@ local function pairTtl(j, now)
 end
 
 -- The chain decided over PK/PC (n members): read (or known), decided, written and checked as \`settle\` does.
+-- Nil, with nothing written, when a member is locked: the general path decides it.
 local function pairChain(op, permits, n, now)
+  PLOCKED = false
   for j = 1, n do
     local key = PK[j]
     local raw = SPECULATE and known[key]
@@ -118,6 +123,7 @@ local function pairChain(op, permits, n, now)
     PRAW[j] = raw
     pairFill(j, now)
   end
+  if PLOCKED then return nil end
   local res = pairDecide(op, permits, n, now)
   local wrong = false
   for j = 1, n do
@@ -145,6 +151,7 @@ local function pairChain(op, permits, n, now)
       end
       pairFill(j, now)
     end
+    if PLOCKED then return nil end
     res = pairDecide(op, permits, n, now)
   end
   for j = 1, n do

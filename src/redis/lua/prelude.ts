@@ -17,10 +17,10 @@ export const PRELUDE = `
 local EPSILON = 1e-9
 -- The library functions used per decision, as upvalues bound by the first call: loading a Function sees none
 -- of them, and at run time a global there is a miss in the library's own environment before the real one.
-local floor, ceil, max, min, format, match, concat, byte, tonumber, ipairs, unpack, mpack, munpack, call
+local floor, ceil, max, min, format, match, concat, byte, sub, tonumber, ipairs, unpack, mpack, munpack, call
 local function bind()
   floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
-  format, match, concat, byte = string.format, string.match, table.concat, string.byte
+  format, match, concat, byte, sub = string.format, string.match, table.concat, string.byte, string.sub
   tonumber, ipairs, unpack = _G.tonumber, _G.ipairs, _G.unpack
   mpack, munpack, call = cmsgpack.pack, cmsgpack.unpack, redis.call
 end
@@ -79,6 +79,34 @@ local function unpacked(raw, width)
   local s = { munpack(raw) }
   if #s ~= width then return nil end
   return s
+end
+-- An administrative lock (\`lock(key, duration)\`) on a time-based key: \`L\` and the lock's end (as text) packed
+-- before the state, which follows unchanged (cmsgpack packs each value alone). A packed state starts with a
+-- number, never a one-letter string: its first byte (0xa1) tells a locked key, read only from a state read
+-- from Redis (a known state is never a locked one). A concurrency key holds its lock as the entry LOCK_ENTRY,
+-- scored by the lock's end. Neither costs an unlocked key a command.
+local LOCK_BYTE = 161
+local LOCK_ENTRY = '0:~lock'
+-- A locked state's end and the state under it (false: none).
+local function lockEnd(raw)
+  local n = byte(raw, 3) - 160
+  local rest = sub(raw, 4 + n)
+  return tonumber(sub(raw, 4, 3 + n)), rest ~= '' and rest
+end
+-- \`under\` (a packed state, or false) locked until \`untilMs\`.
+local function lockedState(untilMs, under)
+  return mpack('L', num(untilMs)) .. (under or '')
+end
+-- A concurrency key locked until \`untilMs\`, kept at least \`ttl\` ms.
+local function lockLeases(key, untilMs, ttl)
+  call('ZADD', key, num(untilMs), LOCK_ENTRY)
+  if call('PTTL', key) < ttl then call('PEXPIRE', key, ttl) end
+end
+-- The rejection of member j by a lock \`left\` ms before its end: remaining 0 and reset at its end, so the
+-- header fields agree with Retry-After; the trailing \`L\` says why.
+local function lockedText(j, left)
+  local t = num(left)
+  return '0,' .. j .. ',' .. t .. ',' .. t .. ',0,' .. t .. ',L'
 end
 -- A grant's answer \`1,remaining,reset\`: both whole (the common case) in one format call, where writing each
 -- number alone and then joining them makes a string per number.
