@@ -80,6 +80,9 @@ export class Engine implements DecisionHost {
         return this.fallback(binding, permits);
       },
       settle: (parts) => this.settleOp(parts),
+      answered: (binding) => {
+        if (this.outage.outage) this.outage.answered(this.scopeOf(binding));
+      },
     });
   }
 

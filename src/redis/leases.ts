@@ -32,6 +32,8 @@ export interface LeaseHost {
   unavailable(binding: Binding, permits: number, error: StoreUnavailableError): Lease;
   /** Settles leased grants as strict ones are (op `s`): Redis counted the batch, so the difference goes there. */
   readonly settle: SettleSender;
+  /** Redis answered for `binding`: the end of an outage, if one was under way (the recovery warning). */
+  answered(binding: Binding): void;
 }
 
 /** A decision waiting for its key's take to come back. */
@@ -187,6 +189,7 @@ export class Leases {
       },
       answer: (reply) => {
         answered = true;
+        this.host.answered(entry.binding);
         this.taken(entry, reply, now);
       },
       fail: (error) => {

@@ -145,6 +145,43 @@ for (const [name, connect] of Object.entries(clients)) {
       }
     });
 
+    test('a leased limiter (leases: true) warns once when its takes fail and once when they are answered again', async () => {
+      const server = await RedisServer.start();
+      const c = await connect(server.port);
+      await untilRedisAnswers(warmUp(c.client), []);
+      const store = redisStore({ client: c.client, timeoutMs: 250, retryIntervalMs: 20 });
+      const limiter = store.limiter(fixedWindow({ permitLimit: 1000, window: '1h' }), {
+        name: uniqueName(),
+        leases: true,
+      });
+      const leases: Lease[] = [];
+      try {
+        leases.push(await limiter.tryAcquire());
+        server.pause();
+        // Until the batch is spent and a take fails (bounded).
+        for (let i = 0; i < 2000 && !leases.some(isUnavailableAnswer); i++) {
+          leases.push(await limiter.tryAcquire());
+          await new Promise((r) => setTimeout(r, 2));
+        }
+        await settle();
+        assert.deepEqual(
+          warnings.map((w) => w.code),
+          ['FLOODGATE_REDIS_UNAVAILABLE'],
+        );
+        server.resume();
+        await untilRedisAnswers(limiter, leases);
+        await settle();
+        assert.deepEqual(
+          warnings.map((w) => w.code),
+          ['FLOODGATE_REDIS_UNAVAILABLE', 'FLOODGATE_REDIS_RECOVERED'],
+        );
+      } finally {
+        server.resume();
+        await c.close();
+        await server.stop();
+      }
+    });
+
     test('no warning when onError is given: it hears of every failure instead', async () => {
       const server = await RedisServer.start();
       const c = await connect(server.port);
