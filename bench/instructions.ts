@@ -140,7 +140,7 @@ function instructions(file: string, scenario: string, count: number): Promise<nu
 
 const refDir = join(work, 'reference');
 mkdirSync(refDir);
-execFileSync('sh', ['-c', `git archive ${refCommit} src | tar -x -C ${refDir}`], { cwd: root });
+execFileSync('sh', ['-c', `git archive ${refCommit} src tsconfig.json | tar -x -C ${refDir}`], { cwd: root });
 const builds = {
   tree: await bundle('tree', join(root, 'src')),
   reference: await bundle('ref', join(refDir, 'src')),

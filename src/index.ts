@@ -22,6 +22,7 @@ export {
   type ReleaseOutcome,
 } from './limiters/lease.ts';
 export type { Limiter, LimitShape, MemoryLimiter, MemorySlot, SlotCore } from './limiters/limiter.ts';
+export { LockoutLimiter, type LockoutOptions, lockout } from './limiters/lockout.ts';
 export { MemoryLimiterBase } from './limiters/memory-limiter.ts';
 export type { QueueOptions, TimeOptions } from './limiters/options.ts';
 export {

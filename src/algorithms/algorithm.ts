@@ -48,6 +48,16 @@ export interface Algorithm {
   retuned(s: Float64Array, o: number): void;
   /** Whether the state is equivalent to a fresh one (so the partition can be dropped). */
   isFull(s: Float64Array, o: number): boolean;
+  /**
+   * Milliseconds left on a lockout the algorithm keeps itself (`lockout()`), 0 when not locked out; absent for
+   * an algorithm that never locks. What key administration reports as a key's `lockedForMs`.
+   */
+  lockedFor?(s: Float64Array, o: number, now: number): number;
+  /**
+   * Lifts that lockout and forgets the failures and growth behind it (an administrator's `unlock`: the user
+   * starts over); absent for an algorithm that never locks.
+   */
+  unlock?(s: Float64Array, o: number, now: number): void;
   /** A string that identifies the parameters: two algorithms with equal signatures decide alike. */
   readonly signature: string;
   /**
@@ -61,8 +71,11 @@ export interface Algorithm {
 
 /** An algorithm as a remote store's script decides it (see {@link Algorithm.remote}). */
 export interface RemoteEncoding {
-  /** The twin: fixed window, sliding window, stepped or continuous token bucket, concurrency. */
-  readonly twin: 'fw' | 'sw' | 'tb' | 'tc' | 'cc';
-  /** Its parameters after `limit`, in order: window; window, segments; tokens per period, period; none. */
+  /** The twin: fixed window, sliding window, stepped or continuous token bucket, concurrency, lockout. */
+  readonly twin: 'fw' | 'sw' | 'tb' | 'tc' | 'cc' | 'lo';
+  /**
+   * Its parameters after `limit`, in order: window; window, segments; tokens per period, period; none; within,
+   * lockFor, factor, maxLockFor, memory.
+   */
   readonly params: readonly number[];
 }

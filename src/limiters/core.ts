@@ -140,6 +140,32 @@ export class LimiterCore implements PermitOwner, RefundOwner {
    */
   commit(slot: number, permits: number, now: number, refundable = true, key?: string): Lease {
     const algorithm = this.algorithm;
+    // The commonest grant (time-based, refundable) kept small, so that the optimising compiler inlines all of
+    // it, the lease's constructors included; the others are in commitOther.
+    if (permits === 0 || !refundable || !algorithm.timeBased) {
+      return this.commitOther(slot, permits, now, key);
+    }
+    const s = this.table.states;
+    const o = slot * algorithm.width;
+    algorithm.take(s, o, permits);
+    this.granted++;
+    return new RefundableLease(
+      algorithm.limit,
+      Math.max(0, algorithm.available(s, o)),
+      algorithm.resetAfter(s, o, now),
+      this.source,
+      this,
+      slot,
+      permits,
+      algorithm.mark(s, o),
+      this.table.generation(slot),
+      key,
+    );
+  }
+
+  /** {@link commit} of a zero-permit probe, a lease that will never be refunded, or a concurrency permit. */
+  private commitOther(slot: number, permits: number, now: number, key?: string): Lease {
+    const algorithm = this.algorithm;
     const s = this.table.states;
     const o = slot * algorithm.width;
     if (permits === 0) {
@@ -156,27 +182,13 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     if (!algorithm.timeBased) {
       return new HeldLease(algorithm.limit, remaining, permits, this, slot, now, this.source, key);
     }
-    if (!refundable) {
-      return Lease.granted({
-        limit: algorithm.limit,
-        remaining,
-        resetAfterMs: algorithm.resetAfter(s, o, now),
-        source: this.source,
-        key,
-      });
-    }
-    return new RefundableLease(
-      algorithm.limit,
+    return Lease.granted({
+      limit: algorithm.limit,
       remaining,
-      algorithm.resetAfter(s, o, now),
-      this.source,
-      this,
-      slot,
-      permits,
-      algorithm.mark(s, o),
-      this.table.generation(slot),
+      resetAfterMs: algorithm.resetAfter(s, o, now),
+      source: this.source,
       key,
-    );
+    });
   }
 
   /** A granted time-based lease gave its permits back (a refund): see {@link Lease.refund}. */

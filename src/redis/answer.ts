@@ -15,7 +15,12 @@ export class Answers {
     /** Returns a concurrency lease's permits (`'x'`) or renews it (`'n'`). */
     private readonly leaseOp: (binding: Binding, op: 'x' | 'n', leaseId: string) => void,
     /** Gives a time-based grant's permits back (op `r`). */
-    private readonly refund: (m: BoundMember, permits: number, expectedResetMs: number) => void,
+    private readonly refund: (
+      m: BoundMember,
+      permits: number,
+      expectedResetMs: number,
+      emptied: boolean,
+    ) => void,
   ) {}
 
   toLease(
@@ -60,7 +65,8 @@ export class Answers {
     const m = members[index];
     // A queued attempt that fails is not a rejection: the request keeps waiting.
     if (permits > 0 && op === 't') m.owner.rejected++;
-    const lease = Lease.rejected(reason, {
+    // A seventh field 'l': a lockout refused it because the key is locked out.
+    const lease = Lease.rejected(reply[6] === 'l' ? 'locked' : reason, {
       retryAfterMs: decodeNumber(reply[2]),
       limit: m.spec.algorithm.limit,
       remaining: Number(reply[4]),
@@ -88,7 +94,7 @@ export class Answers {
       permits,
       this.clock(),
       this.clock,
-      (n, expected) => this.refund(m, n, expected),
+      (n, expected, emptied) => this.refund(m, n, expected, emptied),
     );
   }
 

@@ -17,6 +17,8 @@ export interface BoundMember {
   owner: Owner;
   /** The partition key of a partitioned limiter's member (its leases' `key`), else undefined. */
   partKey: string | undefined;
+  /** Decided from batches of permits taken from Redis (`leases: true`) when it is decided alone. */
+  leased: boolean;
 }
 
 /** The partitions one request binds to (one member, or a chain's members). */

@@ -8,6 +8,7 @@ import type { ScriptRunner } from './client.ts';
 import { Decision, type DecisionHost } from './decision.ts';
 import { Dispatcher } from './dispatcher.ts';
 import { unavailableAnswer } from './fallback.ts';
+import { Leases } from './leases.ts';
 import type { ResolvedOptions } from './options.ts';
 import { meanwhileOf, OutageWarnings } from './outage.ts';
 import { decodeNumber, encodeLone, encodeRequest, type MemberCall, type Op, specText } from './protocol.ts';
@@ -21,6 +22,8 @@ import { keySlot } from './slot.ts';
 export class Engine implements DecisionHost {
   readonly dispatcher: Dispatcher;
   private readonly answers: Answers;
+  /** The batches of leased limiters' keys (`leases: true`). */
+  private readonly leases: Leases;
   /** Decisions answered by `onUnavailable`: Redis failed or was late, or was skipped after a failure. */
   unavailable = 0;
   /**
@@ -51,8 +54,22 @@ export class Engine implements DecisionHost {
     this.answers = new Answers(
       options,
       (binding, op, leaseId) => this.leaseOp(binding, op, leaseId),
-      (m, permits, expected) => this.refundOp(m, permits, expected),
+      (m, permits, expected, emptied) => this.refundOp(m, permits, expected, emptied),
     );
+    const clock = options.clock;
+    this.leases = new Leases({
+      clock: clock ? () => clock.now() : () => performance.now(),
+      now: () => this.now(),
+      resolutionMs: clock ? 0 : 1,
+      encodeArgs: (args, binding, op, permits, lease, now) =>
+        this.encodeArgs(args, binding, op, permits, lease, false, now),
+      send: (request) => this.dispatcher.send(request),
+      skipped: (binding, permits) => this.skipped(binding, permits),
+      unavailable: (binding, permits, error) => {
+        this.failed(binding, error);
+        return this.fallback(binding, permits);
+      },
+    });
   }
 
   /** `now` as the script should read it: the test clock's value, or '' for Redis `TIME`. */
@@ -105,6 +122,10 @@ export class Engine implements DecisionHost {
     blockedFirst: boolean,
     asLease: boolean,
   ): Promise<Decided | Lease> {
+    // A lone leased member decides from its batch (a chain, or a request behind local waiters, asks Redis).
+    if (binding.members.length === 1 && binding.members[0].leased && !blockedFirst) {
+      return this.leases.decide(binding, op, permits, reason, asLease);
+    }
     const cacheKey = this.options.cacheBlocked ? binding.members.map((m) => m.key).join('\n') : '';
     if (cacheKey !== '') {
       const hit = this.blockedUntil.get(cacheKey);
@@ -121,17 +142,9 @@ export class Engine implements DecisionHost {
       }
       if (hit) this.blockedUntil.delete(cacheKey);
     }
-    // The scope and the clock are read only while some decisions skip Redis after a failure.
-    if (this.skipUntil.size > 0) {
-      const scope = this.scopeOf(binding);
-      const until = this.skipUntil.get(scope);
-      if (until !== undefined) {
-        if (performance.now() < until) {
-          const decided: Decided = { lease: this.fallback(binding, permits), blocked: -1, local: true };
-          return Promise.resolve(asLease ? decided.lease : decided);
-        }
-        this.skipUntil.delete(scope);
-      }
+    const skipped = this.skipped(binding, permits);
+    if (skipped !== undefined) {
+      return Promise.resolve(asLease ? skipped : { lease: skipped, blocked: -1, local: true });
     }
     let leaseId = '';
     for (const m of binding.members) {
@@ -157,6 +170,18 @@ export class Engine implements DecisionHost {
       });
       this.dispatcher.send(decision);
     });
+  }
+
+  /** `onUnavailable`'s answer while `binding`'s node is skipped after a failure, else undefined. */
+  private skipped(binding: Binding, permits: number): Lease | undefined {
+    // The scope and the clock are read only while some decisions skip Redis after a failure.
+    if (this.skipUntil.size === 0) return undefined;
+    const scope = this.scopeOf(binding);
+    const until = this.skipUntil.get(scope);
+    if (until === undefined) return undefined;
+    if (performance.now() < until) return this.fallback(binding, permits);
+    this.skipUntil.delete(scope);
+    return undefined;
   }
 
   /** Permits available now in each member (read-only). */
@@ -291,10 +316,12 @@ export class Engine implements DecisionHost {
   }
 
   /** Gives a grant's permits back (op `r`); a failure leaves them spent, as if never refunded. */
-  private refundOp(m: BoundMember, permits: number, expectedResetMs: number): void {
+  private refundOp(m: BoundMember, permits: number, expectedResetMs: number, emptied: boolean): void {
     const args: string[] = [];
     const binding: Binding = { members: [m], partKey: undefined, chain: false };
-    this.encodeArgs(args, binding, 'r', permits, String(Math.round(expectedResetMs)), false, this.now());
+    // 'z': the grant left no permits (how a lockout knows the grant that started a lockout).
+    const lease = `${Math.round(expectedResetMs)}${emptied ? 'z' : ''}`;
+    this.encodeArgs(args, binding, 'r', permits, lease, false, this.now());
     this.dispatcher.request([m.key], args).catch(() => {});
   }
 }

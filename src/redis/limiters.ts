@@ -17,12 +17,15 @@ export interface RedisLimiterOptions {
   name: string;
   /** The Redis Cluster hash tag of its key. Default: the name. Members of one chain need the same tag. */
   hashTag?: string;
+  /** Leased decisions (fixed and sliding windows): see {@link RedisPartitionedOptions.leases}. Default false. */
+  leases?: boolean;
 }
 
 /** Every option name of {@link RedisLimiterOptions}: any other is refused. */
 export const REDIS_LIMITER_OPTION_NAMES = [
   'name',
   'hashTag',
+  'leases',
 ] as const satisfies readonly (keyof RedisLimiterOptions)[];
 
 /** Options of `store.partitioned(options)`. */
@@ -38,6 +41,14 @@ export interface RedisPartitionedOptions<R> {
    * by the same key can be chained; a chain with an unpartitioned member needs a constant tag here.
    */
   hashTag?: (key: string) => string;
+  /**
+   * Leased decisions, for fixed and sliding windows: each process takes a batch of permits for a key from Redis in
+   * one command (sized to its demand) and decides from it locally until the window — a sliding window's segment —
+   * it was taken in ends; a key Redis rejected is rejected locally until its retry time. No window ever admits
+   * more than the limit across all processes; `remaining` is the fleet's as this process last heard it. Decided
+   * alone only: in a chain a leased limiter is decided on Redis as today. Default false.
+   */
+  leases?: boolean;
 }
 
 /** Every option name of {@link RedisPartitionedOptions}: any other is refused. */
@@ -46,6 +57,7 @@ export const REDIS_PARTITIONED_OPTION_NAMES = [
   'key',
   'limiter',
   'hashTag',
+  'leases',
 ] as const satisfies readonly (keyof RedisPartitionedOptions<unknown>)[];
 
 /** What the limiters share: the engine, the local queues, the key prefix and the test clock. */
@@ -89,7 +101,15 @@ export class RedisLimiter implements Owner, StoredLimiter {
       tag === undefined ? `${context.prefix}{${this.name}}` : `${context.prefix}{${tag}}${this.name}`;
     // With a test clock, t = 0 is the limiter's creation, as in memory; with Redis TIME, the first request.
     const clock = context.engine.options.clock;
-    this.member = { key, spec, origin: clock ? String(clock.now()) : '', owner: this, partKey: undefined };
+    const leased = checkLeases('store.limiter', options.leases, spec);
+    this.member = {
+      key,
+      spec,
+      origin: clock ? String(clock.now()) : '',
+      owner: this,
+      partKey: undefined,
+      leased,
+    };
     this.binding = { members: [this.member], partKey: undefined, chain: false };
   }
 
@@ -168,6 +188,7 @@ export class RedisPartitionedLimiter<R> implements Owner, StoredLimiter<R> {
   readonly spec: LimiterSpec | undefined;
   private readonly tagOf: ((key: string) => string) | undefined;
   private readonly specs = new Map<string, LimiterSpec>();
+  private readonly leases: boolean;
 
   /** @internal Use `store.partitioned(options)`. */
   constructor(
@@ -197,6 +218,7 @@ export class RedisPartitionedLimiter<R> implements Owner, StoredLimiter<R> {
       this.specOf = () => limiter;
     }
     this.spec = typeof limiter === 'function' ? undefined : limiter;
+    this.leases = checkLeases('store.partitioned', options.leases, this.spec);
     this.keyOf = options.key;
     this.tagOf = options.hashTag;
   }
@@ -275,6 +297,7 @@ export class RedisPartitionedLimiter<R> implements Owner, StoredLimiter<R> {
     if (spec === undefined) {
       spec = this.specOf(partKey);
       checkSpec(`store.partitioned: limiter(${JSON.stringify(partKey)})`, spec);
+      if (this.leases) checkLeases(`store.partitioned: limiter(${JSON.stringify(partKey)})`, true, spec);
       if (this.specs.size >= SPEC_CACHE) this.specs.clear();
       this.specs.set(partKey, spec);
     }
@@ -283,7 +306,7 @@ export class RedisPartitionedLimiter<R> implements Owner, StoredLimiter<R> {
     const key = this.tagOf
       ? `${prefix}{${tag}}${this.name}:${partKey}`
       : `${prefix}{${partKey}}:${this.name}`;
-    return { key, spec, origin: '', owner: this, partKey };
+    return { key, spec, origin: '', owner: this, partKey, leased: this.leases };
   }
 
   private binding(resource: R): Binding {
@@ -316,6 +339,28 @@ export function checkSpec(where: string, spec: unknown): asserts spec is Limiter
   }
   // Sent with every call as they are now: a later setLimit on them could not reach Redis.
   s.freeze?.(where);
+}
+
+/**
+ * The `leases` option: a boolean, and only for a fixed or sliding window that does not count rejections (a
+ * rejection decided locally could not be charged). `spec` undefined: tiers, checked per key.
+ */
+function checkLeases(where: string, leases: unknown, spec: LimiterSpec | undefined): boolean {
+  if (leases === undefined || leases === false) return false;
+  if (leases !== true) throw new TypeError(`${where}: leases must be a boolean; got ${describe(leases)}`);
+  if (spec === undefined) return true;
+  const twin = spec.algorithm.remote?.twin;
+  if (twin !== 'fw' && twin !== 'sw') {
+    throw new TypeError(
+      `${where}: leases are for fixedWindow(...) and slidingWindow(...); got ${JSON.stringify(spec.algorithm.kind)}`,
+    );
+  }
+  if (spec.options.countRejected) {
+    throw new TypeError(
+      `${where}: leases cannot count rejected requests (a rejection decided locally is not charged): countRejected must be false`,
+    );
+  }
+  return true;
 }
 
 function checkName(where: string, name: unknown): string {

@@ -1,7 +1,7 @@
 import type { Algorithm } from '../algorithms/algorithm.ts';
 
 /** The operations of the decision script (see `lua/decide.ts`). */
-export type Op = 't' | 'w' | 'p' | 'x' | 'n' | 'r';
+export type Op = 't' | 'w' | 'p' | 'x' | 'n' | 'r' | 'l' | 'g';
 
 /** Arguments per member the script reads, in order: `spec, origin, blocked, lease`. */
 export const MEMBER_ARGS = 4;
@@ -35,7 +35,9 @@ export function specText(
   if (remote === undefined) {
     throw new TypeError(`floodgate/redis: no Lua twin for algorithm ${JSON.stringify(algorithm.kind)}`);
   }
-  const [p1 = '', p2 = ''] = remote.params;
+  // A third parameter and more (a lockout's) ride in p2, joined by '_'.
+  const [p1 = '', ...rest] = remote.params;
+  const p2 = rest.join('_');
   return `${remote.twin}:${algorithm.limit}:${p1}:${p2}:${countRejected ? 1 : 0}:${pad}:${leaseTtl}`;
 }
 

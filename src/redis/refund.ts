@@ -8,7 +8,7 @@ import { Lease } from '../limiters/lease.ts';
  * half a segment of a sliding window).
  */
 export class RedisRefundableLease extends Lease {
-  #refund: ((permits: number, expectedResetMs: number) => void) | undefined;
+  #refund: ((permits: number, expectedResetMs: number, emptied: boolean) => void) | undefined;
 
   constructor(
     limit: number,
@@ -20,7 +20,8 @@ export class RedisRefundableLease extends Lease {
     /** The clock (test clock or `performance.now()`) at the grant. */
     private readonly grantedAt: number,
     private readonly clock: () => number,
-    refund: (permits: number, expectedResetMs: number) => void,
+    /** `emptied`: the grant left no permits (a lockout's grant that started the lockout). */
+    refund: (permits: number, expectedResetMs: number, emptied: boolean) => void,
   ) {
     super(true, undefined, undefined, limit, remaining, resetAfterMs, source, key);
     this.#refund = refund;
@@ -30,6 +31,6 @@ export class RedisRefundableLease extends Lease {
     const refund = this.#refund;
     if (refund === undefined) return;
     this.#refund = undefined;
-    refund(this.permits, (this.resetAfterMs ?? 0) - (this.clock() - this.grantedAt));
+    refund(this.permits, (this.resetAfterMs ?? 0) - (this.clock() - this.grantedAt), this.remaining === 0);
   }
 }

@@ -3,6 +3,7 @@ import { CONCURRENCY } from './lua/concurrency.ts';
 import { DECIDE } from './lua/decide.ts';
 import { FIXED_WINDOW } from './lua/fixed-window.ts';
 import { GENERAL } from './lua/general.ts';
+import { LOCKOUT } from './lua/lockout.ts';
 import { PAIR_CHAIN } from './lua/pair-chain.ts';
 import { PRELUDE } from './lua/prelude.ts';
 import { SLIDING_WINDOW } from './lua/sliding-window.ts';
@@ -31,7 +32,17 @@ export interface Script {
  * instead of once per call — most of the server time a decision took as a script.
  */
 export const DECIDE_SCRIPT: Script = script(
-  [PRELUDE, FIXED_WINDOW, SLIDING_WINDOW, TOKEN_BUCKET, CONCURRENCY, GENERAL, PAIR_CHAIN, DECIDE].join('\n'),
+  [
+    PRELUDE,
+    FIXED_WINDOW,
+    SLIDING_WINDOW,
+    TOKEN_BUCKET,
+    CONCURRENCY,
+    LOCKOUT,
+    GENERAL,
+    PAIR_CHAIN,
+    DECIDE,
+  ].join('\n'),
 );
 
 function script(body: string): Script {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { test } from 'node:test';
-import { concurrency, fixedWindow, partitioned, slidingWindow, tokenBucket } from '../../src/index.ts';
+import { describe, test } from 'node:test';
+import { chain, concurrency, fixedWindow, partitioned, slidingWindow, tokenBucket } from '../../src/index.ts';
 import { manualClock } from '../support/clock.ts';
 
 test('one state per key, created on first use', () => {
@@ -165,4 +165,77 @@ test('acquire: granted at once, after waiting, or rejected, the lease names its 
   assert.equal(granted.granted, true);
   assert.equal(granted.key, 'user:a', 'the lease granted from the queue');
   granted.release();
+});
+
+describe('a key that is not a string is a TypeError, and nothing is charged', () => {
+  const notStrings: Array<[string, unknown]> = [
+    ['undefined', undefined],
+    ['a number', 42],
+    ['an object', { id: 'alice' }],
+  ];
+  const setup = () => {
+    const clock = manualClock(0, false);
+    const limiter = partitioned<unknown>({
+      key: (resource) => resource as string,
+      limiter: fixedWindow({ permitLimit: 3, window: '1m', clock }),
+      maxPartitions: 2,
+    });
+    const remaining = (key: string) => limiter.statistics(key).available;
+    return { clock, limiter, remaining };
+  };
+  const refused = (limiter: ReturnType<typeof setup>['limiter'], key: unknown) => {
+    assert.throws(
+      () => limiter.tryAcquire(key),
+      (e) => e instanceof TypeError && /must return a string/.test(e.message),
+    );
+  };
+
+  for (const [what, key] of notStrings) {
+    test(`${what} on a fresh limiter`, async () => {
+      const { limiter } = setup();
+      refused(limiter, key);
+      await assert.rejects(limiter.acquire(key), TypeError);
+      assert.equal(limiter.size, 0);
+      assert.equal(limiter.statistics('alice').granted, 0);
+    });
+
+    test(`${what} after a partition was created, and after it was decided again (the last-key cache)`, async () => {
+      const { limiter, remaining } = setup();
+      limiter.tryAcquire('alice');
+      refused(limiter, key);
+      await assert.rejects(limiter.acquire(key), TypeError);
+      assert.equal(remaining('alice'), 2, 'alice was not charged');
+      limiter.tryAcquire('alice');
+      refused(limiter, key);
+      assert.equal(remaining('alice'), 1, 'alice was not charged');
+      assert.equal(limiter.statistics('alice').granted, 2);
+    });
+
+    test(`${what} after a sweep dropped partitions`, () => {
+      const { clock, limiter, remaining } = setup();
+      limiter.tryAcquire('alice');
+      limiter.tryAcquire('alice');
+      limiter.tryAcquire('bob');
+      clock.advance(60_000);
+      limiter.tryAcquire('bob'); // bob is live again, alice idle: the next new key sweeps her away
+      limiter.tryAcquire('carol');
+      assert.equal(limiter.evictions, 1);
+      refused(limiter, key);
+      assert.deepEqual([remaining('bob'), remaining('carol')], [2, 2], 'nobody was charged');
+      assert.equal(
+        limiter.statistics('bob').granted,
+        5,
+        'granted over all partitions: alice 2, bob 2, carol 1',
+      );
+    });
+  }
+
+  test('through a chain: a TypeError, no member charged', () => {
+    const { limiter, remaining } = setup();
+    const global = fixedWindow({ permitLimit: 5, window: '1m' });
+    const both = chain(limiter, global);
+    both.tryAcquire('alice');
+    assert.throws(() => both.tryAcquire(undefined as never), TypeError);
+    assert.deepEqual([remaining('alice'), global.statistics().available], [2, 4]);
+  });
 });

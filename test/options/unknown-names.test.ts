@@ -57,6 +57,11 @@ const cases: Array<[name: string, call: () => unknown, message: string]> = [
     'tokenBucket: unknown option "replenishmnet"; did you mean "replenishment"?',
   ],
   [
+    'lockout',
+    () => core.lockout(loose({ failures: 5, within: '15m', lockFor: '1m', maxLockfor: '1h' })),
+    'lockout: unknown option "maxLockfor"; did you mean "maxLockFor"?',
+  ],
+  [
     'concurrency',
     () => core.concurrency(loose({ permitLimit: 1, queueOrdr: 'newest-first' })),
     'concurrency: unknown option "queueOrdr"; did you mean "queueOrder"?',

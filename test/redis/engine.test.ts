@@ -46,7 +46,7 @@ const spec = fixedWindow({ permitLimit: 10, window: 60_000 });
 export function bindingOf(key: string): Binding {
   const owner = { name: 'l', granted: 0, rejected: 0 };
   return {
-    members: [{ key, spec, origin: '', owner, partKey: undefined }],
+    members: [{ key, spec, origin: '', owner, partKey: undefined, leased: false }],
     partKey: undefined,
     chain: false,
   };

@@ -26,7 +26,7 @@ after(async () => {
 const sum = (reports: { granted: number }[]) => reports.reduce((total, r) => total + r.granted, 0);
 const errors = (reports: { errors: number }[]) => reports.reduce((total, r) => total + r.errors, 0);
 
-for (const kind of ['fixed', 'sliding', 'stepped', 'continuous'] as const) {
+for (const kind of ['fixed', 'sliding', 'stepped', 'continuous', 'lockout'] as const) {
   test(`${kind}: ${WORKERS} processes on one key are admitted exactly the limit`, async () => {
     const job: Job = {
       port: server.port,

@@ -15,14 +15,16 @@
  * - ops: `t` try (a rejection is charged when `countRejected`), `w` a queued attempt (never charged), `p` peek
  *   (available permits, read-only), `x` release a concurrency lease, `n` renew one (these two touch only the
  *   lease's own entry, in `decideBatch`), `r` refund a time-based grant (each member's `lease` is the grant's
- *   reset time from now, as the client reckons it).
+ *   reset time from now, as the client reckons it), `l` take a lease's batch (`permits` wanted, `lease` the
+ *   permits needed; granted `1,granted,remaining,reset,mark,endMs`), `g` give a batch's unspent permits back
+ *   (`lease` its mark; answers '').
  * - reply: one string, requests separated by ';', a request's fields by ',' — granted `1,remaining₁,reset₁,…`;
  *   rejected `0,index,retryAfter,chainRetryAfter,remaining,resetAfter`; peek `available₁,…`; release and renew
  *   ''. Numbers read back exactly (`num`), '' for none. One string rather than nested arrays: the client
  *   decodes it in one piece instead of element by element (most of a batch's decoding time).
  */
 export const DECIDE = `
-local ALGORITHMS = { fw = FW, sw = SW, tb = TB, tc = TB, cc = CC }
+local ALGORITHMS = { fw = FW, sw = SW, tb = TB, tc = TB, cc = CC, lo = LO }
 
 -- A member's settings, parsed once however many requests use them: per call as a script, and for the
 -- library's lifetime as a Function (bounded: a store with many tiers must not grow it forever).
@@ -35,6 +37,8 @@ local function spec(text)
   if specCount >= 1000 then specs, specCount = {}, 0 end
   specCount = specCount + 1
   local kind, limit, p1, p2, cr, pad, ttl = match(text, '^(%a+):([^:]*):([^:]*):([^:]*):(%d):([^:]*):([^:]*)$')
+  -- A lockout's further parameters ride in p2: \`lockFor_factor_maxLockFor_memory\`.
+  local lockFor, factor, maxLock, memory = match(p2, '^([^_]*)_([^_]*)_([^_]*)_([^_]*)$')
   p1, p2 = tonumber(p1), tonumber(p2)
   c = {
     a = ALGORITHMS[kind],
@@ -48,6 +52,10 @@ local function spec(text)
     countRejected = cr == '1',
     pad = tonumber(pad),
     leaseTtl = tonumber(ttl),
+    lockFor = tonumber(lockFor),
+    factor = tonumber(factor),
+    maxLock = tonumber(maxLock),
+    memory = tonumber(memory),
     try = TRY[kind],
     width = 0,
   }
@@ -56,7 +64,7 @@ local function spec(text)
   return c
 end
 
-TRY.fw, TRY.sw, TRY.tb, TRY.tc = fixedWindowTry, singleTry, tokenBucketTry, tokenBucketTry
+TRY.fw, TRY.sw, TRY.tb, TRY.tc, TRY.lo = fixedWindowTry, singleTry, tokenBucketTry, tokenBucketTry, singleTry
 
 -- A lone member tried (op 't' or 'w'). A time-based one by its kind's try, on its known state when there is
 -- one: the result written by \`SET … GET KEEPTTL\`, whose answer (the state Redis had) confirms it, and the

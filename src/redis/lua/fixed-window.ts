@@ -38,6 +38,15 @@ local FW = {
     s[2] = max(0, s[2] - n)
     return true
   end,
+  -- A lease's give-back (op 'g'): unspent permits of the window that starts at \`mark\`, only while it is current
+  -- (\`FixedWindow.refund\` by mark).
+  giveBack = function(m, s, n, mark)
+    if s[1] ~= mark or s[2] <= 0 then return false end
+    s[2] = max(0, s[2] - n)
+    return true
+  end,
+  -- Where a lease taken now is void: the window's end.
+  leaseEnd = function(m, s) return s[1] + m.p1 end,
   -- Same window, and the stored TTL was already its end (count > 0): the key's expiry stands (SET KEEPTTL).
   sameExpiry = function(m, oldStart, oldCount, s) return oldStart == s[1] and oldCount > 0 end,
 }

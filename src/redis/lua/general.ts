@@ -54,7 +54,7 @@ end
 
 -- A time-based state's TTL: it expires when back to full (plus the pad), as a fresh one would decide alike.
 local function ttlOf(m, now)
-  local ttl = ceil(m.a.resetAfter(m.c, m.s, now))
+  local ttl = ceil((m.a.expiry or m.a.resetAfter)(m.c, m.s, now))
   if ttl ~= ttl or ttl < 1 then ttl = 1 end
   return ttl + m.c.pad
 end
@@ -77,10 +77,37 @@ local function decide(op, permits, ms, now)
     for j, m in ipairs(ms) do res[j] = num(max(0, m.a.available(m.c, m.s))) end
     return concat(res, ',')
   end
+  if op == 'l' then
+    -- A lease take (a lone fixed or sliding window): up to \`permits\` counted now in the current window
+    -- (segment) when the member's \`lease\` field's permits are available; answered with the window's start
+    -- (the batch's mark) and how long until it ends. Refused as a try is, never charged.
+    local m = ms[1]
+    local a, c, s = m.a, m.c, m.s
+    local need = tonumber(m.lease)
+    local available = a.available(c, s)
+    if available >= need then
+      local n = min(permits, available)
+      a.take(c, s, n)
+      m.dirty = true
+      return '1,' .. num(n) .. ',' .. pairText(max(0, a.available(c, s)), a.resetAfter(c, s, now)) .. ',' .. num(s[1]) .. ',' .. num(a.leaseEnd(c, s) - now)
+    end
+    local retry = num(a.retryAfter(c, s, now, need))
+    return '0,1,' .. retry .. ',' .. retry .. ',' .. num(max(0, available)) .. ',' .. num(a.resetAfter(c, s, now))
+  end
+  if op == 'g' then
+    -- A lease's give-back: the member's \`lease\` field is the batch's mark.
+    local m = ms[1]
+    if m.a.giveBack(m.c, m.s, permits, tonumber(m.lease)) then m.dirty = true end
+    return ''
+  end
   if op == 'r' then
-    -- A refund: the member's \`lease\` field carries the grant's reset time from now.
+    -- A refund: the member's \`lease\` field carries the grant's reset time from now, and 'z' after it when the
+    -- grant left no permits.
     for _, m in ipairs(ms) do
-      if m.a.refund and m.a.refund(m.c, m.s, permits, tonumber(m.lease) or 0, now) then m.dirty = true end
+      local text = m.lease
+      local emptied = byte(text, -1) == 122
+      if emptied then text = text:sub(1, -2) end
+      if m.a.refund and m.a.refund(m.c, m.s, permits, tonumber(text) or 0, now, emptied) then m.dirty = true end
     end
     return ''
   end
@@ -130,7 +157,9 @@ local function decide(op, permits, ms, now)
       if wait == wait and (longest ~= longest or wait > longest) then longest = wait end
     end
   end
-  return '0,' .. blocked .. ',' .. num(retry) .. ',' .. num(longest) .. ',' .. num(max(0, m.a.available(m.c, m.s))) .. ',' .. num(m.a.resetAfter(m.c, m.s, now))
+  local res = '0,' .. blocked .. ',' .. num(retry) .. ',' .. num(longest) .. ',' .. num(max(0, m.a.available(m.c, m.s))) .. ',' .. num(m.a.resetAfter(m.c, m.s, now))
+  if m.a.locked and m.a.locked(m.c, m.s) then res = res .. ',l' end
+  return res
 end
 
 -- Decides a request and writes what changed. A member taken from the known states is checked by its write
@@ -233,12 +262,14 @@ local function singleTry(c, raw, origin, blocked, op, permits, now)
     end
     local retry = num(a.retryAfter(c, s, now, need))
     res = '0,1,' .. retry .. ',' .. retry .. ',' .. num(max(0, a.available(c, s))) .. ',' .. num(a.resetAfter(c, s, now))
+    -- A lockout says the key is locked out (the reason 'locked').
+    if a.locked and a.locked(c, s) then res = res .. ',l' end
   end
   if not dirty then return res end
   if keepTtl or before ~= nil and a.sameExpiry ~= nil and a.sameExpiry(c, before, second, s, now) then
     return res, mpack(unpack(s))
   end
-  local ttl = ceil(a.resetAfter(c, s, now))
+  local ttl = ceil((a.expiry or a.resetAfter)(c, s, now))
   if ttl ~= ttl or ttl < 1 then ttl = 1 end
   return res, mpack(unpack(s)), ttl + c.pad
 end

@@ -60,6 +60,21 @@ local SW = {
   -- A try (\`singleTry\`) into a current segment that already holds permits keeps the state's time to full (the
   -- window's end from that segment): the key's expiry stands, on a whole-millisecond clock.
   keepsOnTake = function(m, before, s, now) return before == s[1] and s[4 + s[2]] > 0 and now % 1 == 0 end,
+  -- A lease's give-back (op 'g'): unspent permits of the segment that starts at \`mark\`, while it is still in the
+  -- window (\`SlidingWindow.refund\` by mark: k segments back from the current one).
+  giveBack = function(m, s, n, mark)
+    local segments = m.p2
+    local k = floor((s[1] - mark) / m.seg + 0.5)
+    if k < 0 or k >= segments then return false end
+    local slot = (s[2] - k) % segments
+    local back = min(n, s[4 + slot])
+    if not (back > 0) then return false end
+    s[4 + slot] = s[4 + slot] - back
+    s[3] = s[3] - back
+    return true
+  end,
+  -- Where a lease taken now is void: the current segment's end.
+  leaseEnd = function(m, s) return s[1] + m.seg end,
   -- A refund (op 'r'): the grant's segment leaves the window \`expected\` ms from now, as the client reckons it;
   -- k segments back from the current one, if still in the window.
   refund = function(m, s, n, expected, now)

@@ -1,0 +1,141 @@
+/**
+ * How long a batch should last at the demand this process saw: its size is the permits spent in the last
+ * batch's time, scaled to this many milliseconds (and at most doubled per take, so one burst does not grab a
+ * window).
+ */
+export const BATCH_TARGET_MS = 50;
+
+/**
+ * Permits this process took from Redis for one key of a leased limiter (`leases: true`), spent here without
+ * Redis until the window (a sliding window's segment) they were taken in ends. Pure arithmetic on the clock
+ * values it is given (the store's test clock or `performance.now()`): the engine sends and receives, this class
+ * only decides, which is what `test/redis/lease-model.test.ts` drives through every interleaving.
+ *
+ * Why no window is over-admitted: Redis counted the whole batch in its window (segment) when it granted it, and
+ * answered how long that window had left, `endMs`. The batch is void at `sentAt + endMs`, on this process's
+ * clock from the moment the take was *sent*: the script ran after that, so this is never later than the
+ * window's end on Redis, whatever the round trip or a pause of this process (SIGSTOP) took. A permit spent here
+ * is spent inside the window that counted it; permits given back were never spent and never will be.
+ */
+export class Batch {
+  /** Permits left to spend here. */
+  permits = 0;
+  /** Where Redis counted them: the start of their window (segment), as the script wrote it; '' for none. */
+  mark = '';
+  /** This process's clock when the batch is void (never after its window's end on Redis). */
+  endsAt = Number.NEGATIVE_INFINITY;
+  /** This process's clock when the key is back to full, as Redis answered at the take (RateLimit's reset). */
+  resetAt = 0;
+  /** Permits Redis had left for the fleet after the take (RateLimit's remaining, with `permits`). */
+  fleet = 0;
+  /** Rejected by Redis until then (this process's clock): decided here as rejected, with no call. */
+  deniedUntil = Number.NEGATIVE_INFINITY;
+  /** The next batch's size. */
+  size = 1;
+  /** Permits spent since the last take, and when that take was sent: the demand that sizes the next one. */
+  private spent = 0;
+  private since = 0;
+  /** Whether a permit was spent since the last `idle` check. */
+  private busy = false;
+
+  constructor(private readonly limit: number) {}
+
+  /** Spends `n` permits now if the batch is live and holds them. */
+  spend(n: number, now: number): boolean {
+    if (now >= this.endsAt || this.permits < n) return false;
+    this.permits -= n;
+    this.spent += n;
+    this.busy = true;
+    return true;
+  }
+
+  /** Whether `now` is inside a rejection Redis answered: decided here, rejected. */
+  denied(now: number): boolean {
+    return now < this.deniedUntil;
+  }
+
+  /**
+   * The batch to ask for, sent now, by a decision that needs `need` permits: sized to the demand since the
+   * last take (`BATCH_TARGET_MS` of it), at most doubled, at least `need`, at most the limit.
+   */
+  want(need: number, now: number): number {
+    const elapsed = Math.max(now - this.since, 1);
+    const demand = Math.ceil((this.spent / elapsed) * BATCH_TARGET_MS);
+    this.size = Math.max(1, Math.min(demand, this.size * 2, this.limit));
+    this.spent = 0;
+    this.since = now;
+    return Math.min(this.limit, Math.max(this.size, need));
+  }
+
+  /**
+   * Redis granted `granted` permits counted at `mark`, live `endMs` more from when the take was sent
+   * (`sentAt`). Permits left of an earlier mark are handed back for a give-back (never spent, and no longer
+   * spendable); of the same mark they are kept.
+   */
+  filled(
+    granted: number,
+    mark: string,
+    endMs: number,
+    resetMs: number,
+    fleet: number,
+    sentAt: number,
+  ): { permits: number; mark: string } | undefined {
+    let back: { permits: number; mark: string } | undefined;
+    if (mark === this.mark) {
+      this.permits += granted;
+    } else {
+      if (this.permits > 0) back = { permits: this.permits, mark: this.mark };
+      this.permits = granted;
+      this.mark = mark;
+    }
+    this.endsAt = sentAt + endMs;
+    this.resetAt = sentAt + resetMs;
+    this.fleet = fleet;
+    this.deniedUntil = Number.NEGATIVE_INFINITY;
+    return back;
+  }
+
+  /** Redis rejected the take: rejected here until `retryMs` after the answer came (`now`). */
+  rejected(retryMs: number, now: number): void {
+    this.deniedUntil = now + retryMs;
+  }
+
+  /**
+   * The permits to give back (and forget) when none was spent since the last check, or the batch is void:
+   * demand fell, or the window moved on; undefined when there are none.
+   */
+  idle(now: number): { permits: number; mark: string } | undefined {
+    const busy = this.busy;
+    this.busy = false;
+    if (this.permits === 0 || (busy && now < this.endsAt)) return undefined;
+    return this.takeAll();
+  }
+
+  /** Every permit left, given up (a give-back): the batch is empty after. */
+  takeAll(): { permits: number; mark: string } | undefined {
+    if (this.permits === 0) return undefined;
+    const back = { permits: this.permits, mark: this.mark };
+    this.permits = 0;
+    return back;
+  }
+
+  /**
+   * A grant of `n` permits made from this batch at `mark` is refunded: back into the batch while it is live
+   * and the same, else false (the caller gives them back to Redis at `mark`).
+   */
+  refund(n: number, mark: string, now: number): boolean {
+    if (mark !== this.mark || now >= this.endsAt) return false;
+    this.permits += n;
+    return true;
+  }
+
+  /** Remaining permits as well as this process knows: the fleet's at the take, and what is left here. */
+  remaining(): number {
+    return this.fleet + this.permits;
+  }
+
+  /** Nothing held and nothing to remember: the entry can be dropped. */
+  empty(now: number): boolean {
+    return this.permits === 0 && now >= this.endsAt && now >= this.deniedUntil;
+  }
+}

@@ -1,0 +1,307 @@
+import { Lease } from '../limiters/lease.ts';
+import { BATCH_TARGET_MS, Batch } from './batch.ts';
+import type { Binding, BoundMember, Decided } from './binding.ts';
+import { RedisRefundableLease } from './refund.ts';
+import type { Request, StoreUnavailableError } from './request.ts';
+
+/** What the leases need of the engine (the engine, without importing it). */
+export interface LeaseHost {
+  /** The store's clock: the test clock, or `performance.now()`. */
+  clock(): number;
+  /** `now` as the script should read it ('' is Redis's own `TIME`). */
+  now(): string;
+  /**
+   * How far behind the real time the script's clock may be: Redis `TIME` read in whole milliseconds (1), or the
+   * test clock's exact value (0). A batch ends this much before the window end the script answered.
+   */
+  readonly resolutionMs: number;
+  /** Appends a request's arguments (`Engine.encodeArgs`). */
+  encodeArgs(
+    args: string[],
+    binding: Binding,
+    op: 'l' | 'g',
+    permits: number,
+    lease: string,
+    now: string,
+  ): void;
+  /** Sends one request through the dispatcher (coalesced with the tick's others). */
+  send(request: Request): void;
+  /** `onUnavailable`'s answer while `binding`'s node is skipped after a failure, else undefined. */
+  skipped(binding: Binding, permits: number): Lease | undefined;
+  /** Redis failed or was late for `binding`: skip it for a while, and answer `permits` by `onUnavailable`. */
+  unavailable(binding: Binding, permits: number, error: StoreUnavailableError): Lease;
+}
+
+/** A decision waiting for its key's take to come back. */
+interface Waiter {
+  permits: number;
+  op: 't' | 'w';
+  reason: string;
+  asLease: boolean;
+  resolve: (value: Decided | Lease) => void;
+}
+
+/** One leased key in this process: its batch, and the decisions waiting for the take in flight. */
+interface Entry {
+  batch: Batch;
+  member: BoundMember;
+  binding: Binding;
+  /** Decisions waiting for the take in flight (undefined: none in flight). */
+  waiting: Waiter[] | undefined;
+}
+
+/** Keys held at most; beyond, the oldest entry is given back and dropped. */
+const MAX_ENTRIES = 10_000;
+
+/**
+ * Leased decisions (`leases: true`): per key a {@link Batch} of permits taken from Redis in one command and
+ * spent here, synchronously, until its window (segment) ends; a take when it runs out (one in flight per key,
+ * the decisions meanwhile wait for it); cached denials; unspent permits given back when demand falls. See
+ * docs/architecture.md (Leased decisions) for the protocol and its bound.
+ */
+export class Leases {
+  private readonly entries = new Map<string, Entry>();
+  private sweeper: ReturnType<typeof setInterval> | undefined;
+
+  constructor(private readonly host: LeaseHost) {}
+
+  /** Decides a lone leased member: from its batch now, or after a take. */
+  decide(
+    binding: Binding,
+    op: 't' | 'w',
+    permits: number,
+    reason: string,
+    asLease: boolean,
+  ): Promise<Decided | Lease> {
+    const m = binding.members[0];
+    let entry = this.entries.get(m.key);
+    if (entry === undefined) {
+      if (this.entries.size >= MAX_ENTRIES) this.evictOldest();
+      entry = { batch: new Batch(m.spec.algorithm.limit), member: m, binding, waiting: undefined };
+      this.entries.set(m.key, entry);
+    } else if (entry.member.spec !== m.spec) {
+      // A tier changed: the batch was taken under other settings.
+      this.giveBack(entry, entry.batch.takeAll());
+      entry.batch = new Batch(m.spec.algorithm.limit);
+      entry.member = m;
+      entry.binding = binding;
+    }
+    const w: Waiter = { permits, op, reason, asLease, resolve: noop };
+    if (entry.waiting !== undefined) {
+      return new Promise((resolve) => {
+        w.resolve = resolve;
+        entry.waiting!.push(w);
+      });
+    }
+    const now = this.host.clock();
+    const answer = this.local(entry, w, now);
+    if (answer !== undefined) return Promise.resolve(answer);
+    const skipped = this.host.skipped(binding, permits);
+    if (skipped !== undefined)
+      return Promise.resolve(asLease ? skipped : { lease: skipped, blocked: -1, local: true });
+    return new Promise((resolve) => {
+      w.resolve = resolve;
+      entry.waiting = [w];
+      this.take(entry, permits, now);
+    });
+  }
+
+  /** The answer from the batch alone (a grant, or a cached denial), or undefined when Redis must be asked. */
+  private local(entry: Entry, w: Waiter, now: number): Decided | Lease | undefined {
+    const batch = entry.batch;
+    const need = w.permits === 0 ? 1 : w.permits;
+    if (batch.denied(now)) return this.rejected(entry, w, batch.deniedUntil - now, now);
+    if (w.permits === 0) {
+      // A probe: whether a permit is here or would be (as a try of 0 permits answers), taking none.
+      if (batch.permits >= need && now < batch.endsAt) return this.granted(entry, w, 0, now);
+      return undefined;
+    }
+    if (!batch.spend(w.permits, now)) return undefined;
+    this.startSweeper();
+    return this.granted(entry, w, w.permits, now);
+  }
+
+  private granted(entry: Entry, w: Waiter, permits: number, now: number): Decided | Lease {
+    const m = entry.member;
+    const batch = entry.batch;
+    const limit = m.spec.algorithm.limit;
+    const resetAfterMs = Math.max(0, batch.resetAt - now);
+    let lease: Lease;
+    if (permits === 0) {
+      lease = Lease.granted({
+        limit,
+        remaining: batch.remaining(),
+        resetAfterMs,
+        source: m.owner,
+        key: m.partKey,
+      });
+    } else {
+      m.owner.granted++;
+      const mark = batch.mark;
+      lease = new RedisRefundableLease(
+        limit,
+        batch.remaining(),
+        resetAfterMs,
+        m.owner,
+        m.partKey,
+        permits,
+        now,
+        this.host.clock,
+        (n) => this.refund(entry, n, mark),
+      );
+    }
+    return w.asLease ? lease : { lease, blocked: -1, local: false };
+  }
+
+  private rejected(entry: Entry, w: Waiter, retryAfterMs: number, now: number): Decided | Lease {
+    const m = entry.member;
+    if (w.permits > 0 && w.op === 't') m.owner.rejected++;
+    const lease = Lease.rejected(w.reason, {
+      retryAfterMs,
+      limit: m.spec.algorithm.limit,
+      remaining: entry.batch.remaining(),
+      resetAfterMs: Math.max(0, entry.batch.resetAt - now),
+      source: m.owner,
+      key: m.partKey,
+    });
+    // Not `local`: it is Redis's answer (remembered), so a queued request waits for its retry time.
+    return w.asLease ? lease : { lease, blocked: 0, local: false };
+  }
+
+  /** Sends a take for `need` permits (and as many more as the demand says), sent at `now`. */
+  private take(entry: Entry, need: number, now: number): void {
+    const want = entry.batch.want(need === 0 ? 1 : need, now);
+    const args: string[] = [];
+    this.host.encodeArgs(args, entry.binding, 'l', want, String(need === 0 ? 1 : need), this.host.now());
+    const key = entry.member.key;
+    let answered = false;
+    this.host.send({
+      key,
+      keysTo: (out) => out.push(key),
+      argsTo: (out) => {
+        for (const a of args) out.push(a);
+      },
+      answer: (reply) => {
+        answered = true;
+        this.taken(entry, reply, now);
+      },
+      fail: (error) => {
+        if (answered) return;
+        answered = true;
+        this.failed(entry, error);
+      },
+      // Answered after its deadline (onUnavailable answered): what it took was never spent here.
+      late: (reply) => {
+        const f = reply.split(',');
+        if (f[0] === '1') this.giveBack(entry, { permits: Number(f[1]), mark: f[4] });
+      },
+    });
+  }
+
+  /** The take came back: fill the batch and serve the waiting decisions in order. */
+  private taken(entry: Entry, reply: string, sentAt: number): void {
+    const f = reply.split(',');
+    const batch = entry.batch;
+    const now = this.host.clock();
+    if (f[0] === '1') {
+      this.giveBack(
+        entry,
+        batch.filled(
+          Number(f[1]),
+          f[4],
+          Number(f[5]) - this.host.resolutionMs,
+          Number(f[3] || 0),
+          Number(f[2]),
+          sentAt,
+        ),
+      );
+      this.startSweeper();
+    } else {
+      batch.rejected(Number(f[2]), now);
+    }
+    const waiting = entry.waiting ?? [];
+    entry.waiting = undefined;
+    for (let i = 0; i < waiting.length; i++) {
+      const w = waiting[i];
+      const answer = this.local(entry, w, now);
+      if (answer !== undefined) {
+        w.resolve(answer);
+        continue;
+      }
+      // The batch ran out (or was void when it came): the rest wait for the next take.
+      entry.waiting = waiting.slice(i);
+      this.take(entry, w.permits, now);
+      return;
+    }
+  }
+
+  /** The take failed or was late: every waiting decision gets `onUnavailable`'s answer. */
+  private failed(entry: Entry, error: StoreUnavailableError): void {
+    const waiting = entry.waiting ?? [];
+    entry.waiting = undefined;
+    for (const w of waiting) {
+      const lease = this.host.unavailable(entry.binding, w.permits, error);
+      w.resolve(w.asLease ? lease : { lease, blocked: -1, local: true });
+    }
+  }
+
+  /** A local grant refunded: into the batch while it is live, else given back to its window (segment). */
+  private refund(entry: Entry, permits: number, mark: string): void {
+    if (
+      this.entries.get(entry.member.key) === entry &&
+      entry.batch.refund(permits, mark, this.host.clock())
+    ) {
+      return;
+    }
+    this.giveBack(entry, { permits, mark });
+  }
+
+  private giveBack(entry: Entry, back: { permits: number; mark: string } | undefined): void {
+    if (back === undefined || back.permits <= 0) return;
+    const args: string[] = [];
+    this.host.encodeArgs(args, entry.binding, 'g', back.permits, back.mark, this.host.now());
+    const key = entry.member.key;
+    // A failure leaves the permits counted until their window (segment) leaves: never an over-admission.
+    this.host.send({
+      key,
+      keysTo: (out) => out.push(key),
+      argsTo: (out) => {
+        for (const a of args) out.push(a);
+      },
+      answer: noop,
+      fail: noop,
+    });
+  }
+
+  /** Every `BATCH_TARGET_MS` while a batch holds permits: those unused since the last sweep go back. */
+  private startSweeper(): void {
+    if (this.sweeper !== undefined) return;
+    this.sweeper = setInterval(() => this.sweep(), BATCH_TARGET_MS);
+    this.sweeper.unref();
+  }
+
+  private sweep(): void {
+    const now = this.host.clock();
+    let holding = false;
+    for (const [key, entry] of this.entries) {
+      this.giveBack(entry, entry.batch.idle(now));
+      if (entry.batch.permits > 0) holding = true;
+      else if (entry.waiting === undefined && entry.batch.empty(now)) this.entries.delete(key);
+    }
+    if (!holding && this.sweeper !== undefined) {
+      clearInterval(this.sweeper);
+      this.sweeper = undefined;
+    }
+  }
+
+  private evictOldest(): void {
+    for (const [key, entry] of this.entries) {
+      if (entry.waiting !== undefined) continue;
+      this.giveBack(entry, entry.batch.takeAll());
+      this.entries.delete(key);
+      return;
+    }
+  }
+}
+
+function noop(): void {}

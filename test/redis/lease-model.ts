@@ -1,0 +1,66 @@
+/**
+ * The reference model of the lease operations (issue 26), before and beside the Lua: Redis's side of a take
+ * (`l`) and a give-back (`g`) written over the memory algorithms themselves (`FixedWindow`, `SlidingWindow`),
+ * which the Lua twins mirror statement for statement. The process side is the store's own `Batch`.
+ */
+import type { Algorithm } from '../../src/algorithms/algorithm.ts';
+
+export type TakeReply =
+  | { granted: true; permits: number; mark: string; endMs: number; resetMs: number; remaining: number }
+  | { granted: false; retryMs: number };
+
+/** One key's state in Redis and the two lease operations on it. */
+export class LeaseModelStore {
+  readonly s: Float64Array;
+  started = false;
+  /** The first window's start: windows and segments are aligned on it. */
+  anchor = 0;
+  /** The length of what a batch belongs to: the window (fixed) or one segment (sliding). */
+  readonly segmentMs: number;
+
+  constructor(readonly algorithm: Algorithm) {
+    this.s = new Float64Array(algorithm.width);
+    const [window, segments = 1] = algorithm.remote!.params;
+    this.segmentMs = window / segments;
+  }
+
+  private at(now: number): void {
+    if (!this.started) {
+      this.algorithm.init(this.s, 0, now);
+      this.started = true;
+      this.anchor = now;
+    }
+    this.algorithm.advance(this.s, 0, now);
+  }
+
+  /** A take: up to `want` permits if `need` are available now, counted in the current window (segment). */
+  take(now: number, want: number, need: number): TakeReply {
+    const a = this.algorithm;
+    this.at(now);
+    const available = a.available(this.s, 0);
+    if (available < need) return { granted: false, retryMs: a.retryAfter(this.s, 0, now, need) };
+    const permits = Math.min(want, available);
+    a.take(this.s, 0, permits);
+    const mark = a.mark(this.s, 0);
+    return {
+      granted: true,
+      permits,
+      mark: String(mark),
+      endMs: mark + this.segmentMs - now,
+      resetMs: a.resetAfter(this.s, 0, now),
+      remaining: Math.max(0, a.available(this.s, 0)),
+    };
+  }
+
+  /** A give-back: `n` unspent permits into the window (segment) at `mark`, if it is still current (in the window). */
+  giveBack(now: number, n: number, mark: string): void {
+    this.at(now);
+    this.algorithm.refund(this.s, 0, n, Number(mark));
+  }
+
+  /** Permits counted now (after advancing to `now`). */
+  counted(now: number): number {
+    this.at(now);
+    return this.algorithm.limit - this.algorithm.available(this.s, 0);
+  }
+}
