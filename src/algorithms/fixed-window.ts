@@ -2,7 +2,8 @@ import type { Algorithm, RemoteEncoding } from './algorithm.ts';
 
 /**
  * `permitLimit` permits per window; windows restart at exact multiples of `window` from t = 0.
- * State: `[windowStart, count]`.
+ * State: `[windowStart, count]`. With `carry`, a count over the limit when a window ends (a settled lease that
+ * cost more than what was left) is debt: the next windows start with it, each paying up to `limit`.
  */
 export class FixedWindow implements Algorithm {
   readonly kind = 'fixed-window';
@@ -14,6 +15,8 @@ export class FixedWindow implements Algorithm {
   constructor(
     readonly limit: number,
     readonly windowMs: number,
+    /** Whether a count over the limit carries into the next windows (false when rejected requests are counted). */
+    readonly carry = true,
   ) {
     this.signature = `fw:${limit}:${windowMs}`;
     this.remote = { twin: 'fw', params: [windowMs] };
@@ -28,8 +31,11 @@ export class FixedWindow implements Algorithm {
     const start = s[o];
     if (now - start >= this.windowMs) {
       // Whole windows only, so boundaries stay at exact multiples however long the partition was idle.
-      s[o] = start + Math.floor((now - start) / this.windowMs) * this.windowMs;
-      s[o + 1] = 0;
+      const windows = Math.floor((now - start) / this.windowMs);
+      s[o] = start + windows * this.windowMs;
+      // Only a settle can leave a count over the limit (carry is off when penalties can): each window pays `limit`.
+      const debt = s[o + 1] - windows * this.limit;
+      s[o + 1] = this.carry && debt > 0 ? debt : 0;
     }
   }
 
@@ -56,15 +62,33 @@ export class FixedWindow implements Algorithm {
   }
 
   retryAfter(s: Float64Array, o: number, now: number, n: number): number {
-    return this.limit - s[o + 1] >= n ? 0 : s[o] + this.windowMs - now;
+    const count = s[o + 1];
+    if (this.limit - count >= n) return 0;
+    // After k window ends the count is max(0, count − k·limit) with debt carried: the first k that leaves room.
+    const k =
+      this.carry && count > this.limit ? Math.max(1, Math.ceil((count + n - this.limit) / this.limit)) : 1;
+    return s[o] + k * this.windowMs - now;
   }
 
   resetAfter(s: Float64Array, o: number, now: number): number {
-    return s[o + 1] === 0 ? 0 : s[o] + this.windowMs - now;
+    const count = s[o + 1];
+    // In debt, the time to full is out of line: this runs on every grant, and its size decides what V8 inlines.
+    return count === 0 ? 0 : count > this.limit ? this.debtReset(s, o, now) : s[o] + this.windowMs - now;
   }
 
-  /** Counts stay: a lowered limit takes back nothing already granted. */
-  retuned(): void {}
+  /** {@link resetAfter} with the count over the limit: each further window pays `limit` of the debt. */
+  private debtReset(s: Float64Array, o: number, now: number): number {
+    const k = this.carry ? Math.ceil(s[o + 1] / this.limit) : 1;
+    return s[o] + k * this.windowMs - now;
+  }
+
+  /**
+   * Counts stay: a lowered limit takes back nothing already granted; but no debt is carried past a count the new
+   * limit would never have let in (the count is capped at it).
+   */
+  retuned(s: Float64Array, o: number): void {
+    if (this.carry && s[o + 1] > this.limit) s[o + 1] = this.limit;
+  }
 
   isFull(s: Float64Array, o: number): boolean {
     return s[o + 1] <= 0;

@@ -158,6 +158,8 @@ const DIALECT_NAMES: Record<Quota['dialect'], string> = {
   'draft-7': 'RateLimit: limit=, remaining=, reset= (IETF draft 7)',
   'draft-6': 'RateLimit-Limit/-Remaining/-Reset (IETF draft 6)',
   'x-ratelimit': 'X-RateLimit-Limit/-Remaining/-Reset',
+  openai: 'x-ratelimit-limit|remaining|reset-<unit> (OpenAI)',
+  anthropic: 'anthropic-ratelimit-<unit>-limit|remaining|reset (Anthropic)',
 };
 
 const secondsText = (ms: number) => `${Number((ms / 1000).toFixed(3))} s`;

@@ -1,4 +1,5 @@
 import { parseRateLimit, retryAfterMs } from '../fetch/headers.ts';
+import { providerQuotas, retryAfterMsField } from '../fetch/provider-headers.ts';
 
 /**
  * Reading the rate-limit fields servers send, in every dialect found in the wild, into one shape:
@@ -8,15 +9,18 @@ import { parseRateLimit, retryAfterMs } from '../fetch/headers.ts';
  * - `draft-6`: `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` (seconds);
  * - `x-ratelimit`: `X-RateLimit-Limit`, `-Remaining`, `-Reset` (and `X-Rate-Limit-*`), the reset in seconds from
  *   now, Unix seconds (GitHub) or Unix milliseconds;
- * plus `Retry-After` (seconds or an HTTP-date).
+ * - `openai`: `x-ratelimit-limit|remaining|reset-requests|tokens`, the reset a duration (`6m0s`);
+ * - `anthropic`: `anthropic-ratelimit-<unit>-limit|remaining|reset` for requests, tokens, input and output tokens,
+ *   the reset an RFC 3339 time;
+ * plus `Retry-After` (seconds or an HTTP-date) and `retry-after-ms`, which wins when both are there.
  */
 
-export type Dialect = 'draft-10' | 'draft-7' | 'draft-6' | 'x-ratelimit';
+export type Dialect = 'draft-10' | 'draft-7' | 'draft-6' | 'x-ratelimit' | 'openai' | 'anthropic';
 
 /** One quota as a response reported it. Every number is what the server sent, when it sent it. */
 export interface Quota {
   dialect: Dialect;
-  /** The policy's name, where the dialect has one (draft-10). */
+  /** The policy's name, where the dialect has one (draft-10), or the unit (openai, anthropic: `tokens`…). */
   policy?: string;
   limit?: number;
   remaining?: number;
@@ -110,8 +114,21 @@ export function readRateLimit(headers: Headers, now: number): RateLimitReading {
     quotas.push(strip({ dialect: 'x-ratelimit', ...legacy, reset: undefined, resetMs }));
     break;
   }
+  for (const q of providerQuotas((name) => field(headers, name), now, origin)) {
+    quotas.push(
+      strip({
+        dialect: q.provider,
+        policy: q.unit,
+        limit: q.limit,
+        remaining: q.remaining,
+        resetMs: q.resetMs,
+      }),
+    );
+  }
   const reading: RateLimitReading = { quotas };
-  const retry = retryAfterMs(field(headers, 'retry-after'), now, date);
+  const retry =
+    retryAfterMsField(field(headers, 'retry-after-ms')) ??
+    retryAfterMs(field(headers, 'retry-after'), now, date);
   if (retry !== undefined) reading.retryAfterMs = retry;
   return reading;
 }

@@ -1,5 +1,6 @@
 import { describe } from '../duration.ts';
 import { releaseOnBody } from './body-release.ts';
+import { type CostOptions, costConfig, estimateOf, settleFrom } from './cost.ts';
 import { RateLimitedError, type ThrottledError } from './errors.ts';
 import { type ClientStatistics, Gate, holdsPermits, sleep } from './gate.ts';
 import { localResponse } from './local-response.ts';
@@ -10,6 +11,11 @@ import { type ClientOptions, clientConfig } from './options.ts';
 export interface RateLimitedFetchOptions extends ClientOptions {
   /** The fetch to wrap. Default the global `fetch`, looked up at construction. */
   fetch?: typeof fetch;
+  /**
+   * What a call costs, for a limiter that counts cost (`unit: 'tokens'`): each call asks for `estimate(url,
+   * init)` permits and is settled at `actual(response)` (see `llmUsage`). Default: one permit per call.
+   */
+  cost?: CostOptions;
 }
 
 /** A `fetch` with a local quota per partition, that also obeys the pauses servers ask for. */
@@ -47,6 +53,7 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions): RateLimitedF
   if (typeof inner !== 'function') {
     throw new TypeError(`rateLimitedFetch: fetch must be a function; got ${describe(inner)}`);
   }
+  const cost = costConfig('rateLimitedFetch', options.cost, options.limiter?.shape?.timeBased);
   const gate = new Gate(config);
   const keyOf = config.key;
   const retries = config.retry.attempts > 0;
@@ -64,6 +71,7 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions): RateLimitedF
     const method = init?.method ?? request?.method ?? 'GET';
     // A retry sends the request again: its body must be replayable (a Request is cloned per attempt).
     const replayable = retries && replayableBody(init?.body);
+    const permits = cost === undefined ? 1 : estimateOf('rateLimitedFetch', cost, url, init);
     const throttled = gate.begin(key, origin);
     if (throttled !== undefined) {
       if (config.onLimited === 'respond') return localResponse(throttled);
@@ -71,7 +79,13 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions): RateLimitedF
     }
     for (let attempt = 0; ; attempt++) {
       // Retries were asked for: they wait out the pause whatever `onLimited` says.
-      const admitted = await gate.admit(key, origin, signal, attempt > 0 ? 'wait' : config.onLimited);
+      const admitted = await gate.admit(
+        key,
+        origin,
+        signal,
+        attempt > 0 ? 'wait' : config.onLimited,
+        permits,
+      );
       if (admitted instanceof RateLimitedError) {
         if (config.onLimited === 'respond') return localResponse(admitted);
         throw admitted;
@@ -92,7 +106,8 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions): RateLimitedF
       const status = response.status;
       const header = (name: string) => response.headers.get(name);
       gate.settle(key, { status }, false);
-      const paused = gate.observe(key, status, header) !== undefined;
+      // Only a refusal that paused is retried: an answer that only said nothing is left is the caller's.
+      const paused = gate.observe(key, status, header) !== undefined && gate.refuses(status);
       if (replayable && !signal?.aborted) {
         const decision = gate.retryAfter(key, origin, method, attempt, { status }, paused, header);
         if (decision.retry) {
@@ -103,6 +118,7 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions): RateLimitedF
           continue;
         }
       }
+      if (cost !== undefined) settleFrom(cost, response, admitted);
       return holdsPermits(admitted) ? releaseOnBody(response, admitted) : response;
     }
   };

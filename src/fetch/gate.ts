@@ -3,9 +3,10 @@ import { telemetry } from '../telemetry.ts';
 import { backoffMs } from './backoff.ts';
 import { RateLimitedError, ThrottledError } from './errors.ts';
 import type { CallOutcome } from './failure.ts';
-import { rateLimitWaitMs, retryAfterMs } from './headers.ts';
+import { parseHttpDate, rateLimitWaitMs, retryAfterMs } from './headers.ts';
 import type { ClientConfig, OnLimited } from './options.ts';
 import { PauseBook } from './pause-book.ts';
+import { providerWaitMs, retryAfterMsField } from './provider-headers.ts';
 import { RetryBudget } from './retry-budget.ts';
 import { AdaptiveThrottle } from './throttle.ts';
 
@@ -137,7 +138,9 @@ export class Gate {
     let delayMs = backoffMs(attempt + 1, baseMs, maxMs, this.config.random);
     const pause = this.config.pause;
     if (header !== undefined && pause !== false) {
-      const asked = retryAfterMs(header('retry-after'), this.config.now(), header('date'));
+      const asked =
+        retryAfterMsField(header('retry-after-ms')) ??
+        retryAfterMs(header('retry-after'), this.config.now(), header('date'));
       if (asked !== undefined) delayMs = Math.max(delayMs, Math.min(asked, pause.maxMs));
     }
     return { retry: true, delayMs };
@@ -158,6 +161,7 @@ export class Gate {
     origin: string,
     signal: AbortSignal | undefined,
     mode: OnLimited = this.config.onLimited,
+    permits = 1,
   ): Promise<Lease | RateLimitedError> {
     let heldByPause = false;
     const pausedFor = (ms: number): RateLimitedError | undefined => {
@@ -176,7 +180,7 @@ export class Gate {
         await sleep(wait, signal);
         continue;
       }
-      const lease = await this.config.limiter.acquire(key, 1, signal ? { signal } : undefined);
+      const lease = await this.config.limiter.acquire(key, permits, signal ? { signal } : undefined);
       if (!lease.granted) {
         // A limiter without a queue says 'limit': 'wait' then sleeps until a permit could be had and asks again.
         // A full queue ('queue-full', 'evicted') is the bound the user set, and an overflowing partition table
@@ -210,9 +214,16 @@ export class Gate {
     }
   }
 
+  /** Whether `status` is a refusal that pauses (and is retried after the pause): 429 and 503 by default. */
+  refuses(status: number): boolean {
+    const pause = this.config.pause;
+    return pause !== false && pause.statuses.includes(status);
+  }
+
   /**
-   * Reads an answer: a pausing status with a usable `Retry-After` (else `RateLimit`) pauses `key`. Returns the
-   * milliseconds the partition is now paused for, or `undefined` when the answer pauses nothing.
+   * Reads an answer: a pausing status with a usable `retry-after-ms`, `Retry-After`, `RateLimit` or provider
+   * fields pauses `key`, and so does any answer whose provider fields say a unit has nothing left (until it
+   * resets). Returns the milliseconds the partition is now paused for, or `undefined` when it pauses nothing.
    */
   observe(
     key: string,
@@ -220,10 +231,16 @@ export class Gate {
     header: (name: string) => string | null | undefined,
   ): number | undefined {
     const pause = this.config.pause;
-    if (pause === false || !pause.statuses.includes(status)) return undefined;
-    const wait =
-      retryAfterMs(header('retry-after'), this.config.now(), header('date')) ??
-      rateLimitWaitMs(header('ratelimit'));
+    if (pause === false) return undefined;
+    const now = this.config.now();
+    // An LLM provider saying a unit has nothing left (any status): the next call would be refused until it resets.
+    const provider = () => providerWaitMs(header, now, parseHttpDate(header('date')?.trim() ?? ''));
+    const wait = pause.statuses.includes(status)
+      ? (retryAfterMsField(header('retry-after-ms')) ??
+        retryAfterMs(header('retry-after'), now, header('date')) ??
+        rateLimitWaitMs(header('ratelimit')) ??
+        provider())
+      : provider();
     if (wait === undefined || wait <= 0) return undefined;
     return this.pauses?.pause(key, wait);
   }

@@ -2,6 +2,7 @@
  * `floodgate/fetch`: rate-limited outgoing calls. {@link rateLimitedFetch} wraps `fetch`;
  * {@link rateLimitInterceptor} does the same as an undici interceptor (undici types only: nothing loads undici).
  */
+export type { CostOptions } from './cost.ts';
 export { type LimitedReason, RateLimitedError, ThrottledError } from './errors.ts';
 export { type CallOutcome, defaultIsFailure, isNetworkError } from './failure.ts';
 export { type RateLimitedFetch, type RateLimitedFetchOptions, rateLimitedFetch } from './fetch.ts';
@@ -24,3 +25,4 @@ export type {
   RetryOptions,
 } from './options.ts';
 export { type RateLimitInterceptor, rateLimitInterceptor } from './undici.ts';
+export { jsonUsage, llmUsage, sseUsage } from './usage.ts';

@@ -13,7 +13,7 @@ export const CLIENT_OPTIONS = [
   'now',
   'random',
 ] as const;
-export const FETCH_OPTIONS = [...CLIENT_OPTIONS, 'fetch'] as const;
+export const FETCH_OPTIONS = [...CLIENT_OPTIONS, 'fetch', 'cost'] as const;
 export const PAUSE_OPTIONS = ['statuses', 'max', 'jitter', 'maxEntries'] as const;
 export const RETRY_OPTIONS = [
   'attempts',

@@ -196,7 +196,8 @@ class Call implements Handler {
     const header = (name: string) => first(headers[name]);
     const outcome = { status: statusCode };
     this.gate.settle(this.key, outcome, false);
-    const paused = this.gate.observe(this.key, statusCode, header) !== undefined;
+    const paused =
+      this.gate.observe(this.key, statusCode, header) !== undefined && this.gate.refuses(statusCode);
     if (this.mayRetry()) {
       const decision = this.decide(outcome, paused, header);
       if (decision.retry) {

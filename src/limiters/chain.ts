@@ -2,7 +2,7 @@ import { describe } from '../duration.ts';
 import type { AdaptiveAcquireOptions } from './adaptive-concurrency.ts';
 import { type CoreWaiter, newWaiter, settle } from './core.ts';
 import { keyFor } from './keyed.ts';
-import { ChainLease, type Lease } from './lease.ts';
+import { ChainLease, type Lease, unitOf } from './lease.ts';
 import {
   isAnswer,
   isLimiter,
@@ -63,6 +63,12 @@ export class ChainLimiter<R = void> implements MemoryLimiter {
   /** Its members, every chain among them flattened into its own members, in order. */
   readonly members: readonly Member[];
   private readonly needsResource: boolean;
+  /**
+   * When some members count cost and others requests (`unit`): true for each member that counts requests, which
+   * takes one permit per request whatever the estimate. Undefined when every member counts alike (and takes the
+   * permits asked).
+   */
+  private readonly oneEach: readonly boolean[] | undefined;
 
   constructor(members: readonly (Member | ChainLimiter<never>)[]) {
     if (members.length === 0) throw new TypeError('chain: needs at least one limiter; got none');
@@ -75,6 +81,13 @@ export class ChainLimiter<R = void> implements MemoryLimiter {
     });
     this.members = members.flatMap((m) => leaves(m)) as Member[];
     this.needsResource = this.members.some((m) => m.keyOf !== undefined);
+    const requests = this.members.map((m) => unitOf(m) === 'requests');
+    this.oneEach = requests.includes(true) && requests.includes(false) ? requests : undefined;
+  }
+
+  /** What member `i` is asked for when the chain is asked for `permits`. */
+  private permitsOf(i: number, permits: number): number {
+    return this.oneEach?.[i] && permits > 1 ? 1 : permits;
   }
 
   /** The store that decides it: its members' (memory). */
@@ -137,7 +150,7 @@ export class ChainLimiter<R = void> implements MemoryLimiter {
     if (!Array.isArray(binding)) return binding;
     for (let i = 0; i < binding.length; i++) {
       const { core, slot } = binding[i];
-      if (!core.canGrant(slot, permits, core.options.clock.now(), rank)) {
+      if (!core.canGrant(slot, this.permitsOf(i, permits), core.options.clock.now(), rank)) {
         return this.rejection(binding, i, permits, 'limit', rank);
       }
     }
@@ -175,8 +188,13 @@ export class ChainLimiter<R = void> implements MemoryLimiter {
     return new Promise<Lease>((resolve, reject) => {
       const { core, slot } = bound[blocked];
       const now = core.options.clock.now();
-      const waiter = newWaiter(permits, now, resolve, reject, signal, (from, _slot, at) =>
-        this.admit(bound, waiter, from, at),
+      const waiter = newWaiter(
+        this.permitsOf(blocked, permits),
+        now,
+        resolve,
+        reject,
+        signal,
+        (from, _slot, at) => this.admit(bound, waiter, permits, from, at),
       );
       if (rank !== undefined) waiter.rank = rank;
       if (core.enqueue === undefined || !core.enqueue(slot, waiter, now)) {
@@ -211,28 +229,31 @@ export class ChainLimiter<R = void> implements MemoryLimiter {
   }
 
   /** A waiter reached the front of `from`'s queue with permits there: admit it if every other member can too. */
-  private admit(binding: Binding, waiter: CoreWaiter, from: SlotCore, now: number): void {
+  private admit(binding: Binding, waiter: CoreWaiter, permits: number, from: SlotCore, now: number): void {
     const queue = waiter.queue!;
     let index = -1;
     for (let i = 0; i < binding.length; i++) if (binding[i].core === from) index = index < 0 ? i : index;
-    const blocked = this.firstBlocked(binding, waiter.permits, index, waiter.rank);
+    const blocked = this.firstBlocked(binding, permits, index, waiter.rank);
     from.unqueue?.(queue as WaitQueue<CoreWaiter>, waiter);
     if (blocked >= 0) {
       // Wait on the member that is short now; it still holds nothing, so nothing is charged twice.
       const { core, slot } = binding[blocked];
+      waiter.permits = this.permitsOf(blocked, permits);
       if (core.enqueue?.(slot, waiter, now)) return;
       settle(waiter);
-      waiter.resolve(this.rejection(binding, blocked, waiter.permits, fullReason(core), waiter.rank));
+      waiter.resolve(this.rejection(binding, blocked, permits, fullReason(core), waiter.rank));
       return;
     }
     settle(waiter);
-    waiter.resolve(this.commit(binding, waiter.permits));
+    waiter.resolve(this.commit(binding, permits));
   }
 
   private firstBlocked(binding: Binding, permits: number, skip: number, rank: number | undefined): number {
     for (let i = 0; i < binding.length; i++) {
       const { core, slot } = binding[i];
-      if (i !== skip && !core.canGrant(slot, permits, core.options.clock.now(), rank)) return i;
+      if (i !== skip && !core.canGrant(slot, this.permitsOf(i, permits), core.options.clock.now(), rank)) {
+        return i;
+      }
     }
     return -1;
   }
@@ -242,7 +263,7 @@ export class ChainLimiter<R = void> implements MemoryLimiter {
     let decisive = 0;
     for (let i = 0; i < binding.length; i++) {
       const { core, slot, key } = binding[i];
-      leases[i] = core.commit(slot, permits, core.options.clock.now(), true, key);
+      leases[i] = core.commit(slot, this.permitsOf(i, permits), core.options.clock.now(), true, key);
       if (leases[i].remaining < leases[decisive].remaining) decisive = i;
     }
     return new ChainLease(leases[decisive], undefined, leases, undefined);
@@ -258,7 +279,7 @@ export class ChainLimiter<R = void> implements MemoryLimiter {
     const rejecting = binding[index];
     const lease = rejecting.core.reject(
       rejecting.slot,
-      permits,
+      this.permitsOf(index, permits),
       rejecting.core.options.clock.now(),
       reason,
       rank,
@@ -270,8 +291,9 @@ export class ChainLimiter<R = void> implements MemoryLimiter {
       if (i === index) continue;
       const { core, slot } = binding[i];
       const now = core.options.clock.now();
-      if (core.canGrant(slot, permits, now, rank) || core.retryAfter === undefined) continue;
-      const wait = core.retryAfter(slot, permits, now);
+      const asked = this.permitsOf(i, permits);
+      if (core.canGrant(slot, asked, now, rank) || core.retryAfter === undefined) continue;
+      const wait = core.retryAfter(slot, asked, now);
       if (!Number.isNaN(wait) && (retry === undefined || wait > retry)) retry = wait;
     }
     return new ChainLease(lease, retry, [lease], lease.source);
@@ -283,12 +305,13 @@ export class ChainLimiter<R = void> implements MemoryLimiter {
     const binding: Binding = new Array(members.length);
     for (let i = 0; i < members.length; i++) {
       const member = members[i];
+      const asked = this.permitsOf(i, permits);
       const bound = member.bind(
         member.keyOf === undefined ? undefined : keyFor(member as never, resource),
-        permits,
+        asked,
       );
       if (isAnswer(bound)) return bound;
-      checkPermits(permits, bound.core.algorithm.limit);
+      checkPermits(asked, bound.core.algorithm.limit);
       binding[i] = bound;
     }
     return binding;

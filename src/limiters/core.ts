@@ -26,6 +26,8 @@ export interface CoreOptions {
   readonly queueOrder: QueueOrder;
   readonly countRejected: boolean;
   readonly clock: Clock;
+  /** What one permit is, when not a request (see `TimeOptions.unit`). */
+  readonly unit?: string;
 }
 
 /**
@@ -199,6 +201,41 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     const o = slot * this.algorithm.width;
     this.algorithm.advance(this.table.states, o, now);
     this.algorithm.refund(this.table.states, o, permits, mark);
+    if (this.waiting > 0) this.drain(slot, now);
+  }
+
+  /**
+   * A granted time-based lease settled at its real cost (see {@link Lease.settle}): `actual − estimate` charged
+   * to the state now, past the limit if need be, or `estimate − actual` given back by the refund rules.
+   */
+  settlePermits(
+    slot: number,
+    estimate: number,
+    actual: number,
+    mark: number,
+    generation: number,
+    key: string | undefined,
+  ): void {
+    const now = this.options.clock.now();
+    if (this.table.generation(slot) !== generation) {
+      // The partition was dropped (back to full: nothing to give back); a charge goes to the key's partition now.
+      if (actual > estimate) chargeKey(this.source, key, actual - estimate, now);
+      return;
+    }
+    this.settleIn(slot, estimate, actual, mark, now);
+  }
+
+  /** {@link settlePermits} in `slot`, which holds the lease's partition. */
+  settleIn(slot: number, estimate: number, actual: number, mark: number, now: number): void {
+    const o = slot * this.algorithm.width;
+    this.algorithm.advance(this.table.states, o, now);
+    if (actual > estimate) {
+      this.algorithm.take(this.table.states, o, actual - estimate);
+      // Waiters' wake-up time moved later: the timer is set again for what is left.
+      if (this.waiting > 0) this.arm(now);
+      return;
+    }
+    this.algorithm.refund(this.table.states, o, estimate - actual, mark);
     if (this.waiting > 0) this.drain(slot, now);
   }
 
@@ -460,6 +497,18 @@ export function newWaiter(
 export function settle(waiter: CoreWaiter): void {
   if (waiter.onAbort) waiter.signal?.removeEventListener('abort', waiter.onAbort);
   waiter.onAbort = undefined;
+}
+
+/**
+ * Charges `permits` to the partition `key` has now in `source` (a partitioned limiter), created if need be: the
+ * partition a settled lease came from was dropped meanwhile. Nothing is charged when no partition can be had.
+ */
+function chargeKey(source: object | undefined, key: string | undefined, permits: number, now: number): void {
+  // A memory limiter's `bind` (limiter.ts, which imports this file): a partition, or an answer when none.
+  const limiter = source as { bind?(key: string | undefined, permits: number): object } | undefined;
+  const bound = limiter?.bind?.(key, 0) as { core?: unknown; slot?: number } | undefined;
+  if (!(bound?.core instanceof LimiterCore) || bound.slot === undefined) return;
+  bound.core.settleIn(bound.slot, 0, permits, 0, now);
 }
 
 function nanToUndefined(value: number): number | undefined {

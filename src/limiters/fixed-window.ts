@@ -32,7 +32,8 @@ export class FixedWindowLimiter extends RateLimiter {
     rejectUnknown('fixedWindow', options, FIXED_WINDOW_OPTION_NAMES);
     const permitLimit = integer('fixedWindow: permitLimit', options.permitLimit, 1);
     const window = duration('fixedWindow: window', options.window);
-    super(new FixedWindow(permitLimit, window), queueAndClock('fixedWindow', options));
+    const core = queueAndClock('fixedWindow', options);
+    super(new FixedWindow(permitLimit, window, !core.countRejected), core);
   }
 
   /**
@@ -43,7 +44,10 @@ export class FixedWindowLimiter extends RateLimiter {
    */
   setLimit(permitLimit: number): void {
     const limit = integer('fixedWindow.setLimit: permitLimit', permitLimit, 1);
-    this.retune('fixedWindow.setLimit', new FixedWindow(limit, this.algorithm.windowMs));
+    this.retune(
+      'fixedWindow.setLimit',
+      new FixedWindow(limit, this.algorithm.windowMs, this.algorithm.carry),
+    );
   }
 }
 

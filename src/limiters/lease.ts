@@ -52,6 +52,24 @@ export interface LeaseFields {
 
 const NO_METADATA: LeaseMetadata = Object.freeze({});
 
+/** @internal A real cost: a whole number ≥ 0, or a TypeError/RangeError naming the call and the value. */
+export function checkCost(actual: unknown): asserts actual is number {
+  if (typeof actual !== 'number') {
+    throw new TypeError(
+      `floodgate: lease.settle(actual): actual must be a whole number ≥ 0; got ${show(actual)}`,
+    );
+  }
+  if (!Number.isInteger(actual) || actual < 0) {
+    throw new RangeError(
+      `floodgate: lease.settle(actual): actual must be a whole number ≥ 0 (a finite cost); got ${show(actual)}`,
+    );
+  }
+}
+
+function show(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(value) : String(value);
+}
+
 /**
  * The answer to an acquisition, immutable. A granted lease of a concurrency limiter holds its permits until
  * {@link Lease.release}; releasing any other lease does nothing, as time gives those permits back.
@@ -180,6 +198,36 @@ export class Lease implements Disposable {
    */
   refund(): void {}
 
+  /**
+   * Settles the grant at its real cost, once: the difference from the permits asked (the estimate) is charged
+   * when `actual` is higher, given back when lower. A charge goes to the window, segment or bucket current now
+   * (the grant's own while it is current) and is recorded even past the limit — the work was done — so a bucket
+   * goes below zero and a fixed window's count over its limit carries into the next windows, paid from the next
+   * capacity. A give-back follows the rules of {@link refund}: only into the window or segment the grant came
+   * from while it is current, never above the limit. A lease never settled keeps its estimate.
+   *
+   * A chain's lease settles every member that counts cost (see `unit`); a member that counts requests took one
+   * permit and is never settled. Throws — changing nothing — for a cost that is not a whole number ≥ 0, a
+   * second settle, a settle after {@link refund}, a rejected lease, and a lease with nothing reserved (a
+   * concurrency lease, a zero-permit probe). On a Redis store a settle is one command (a chain's: one request).
+   */
+  settle(actual: number): void {
+    checkCost(actual);
+    throw this.unsettleable() ?? new Error('floodgate: lease.settle(): this lease cannot be settled');
+  }
+
+  /** @internal Why {@link settle} would throw, or undefined when it would settle. */
+  unsettleable(): Error | undefined {
+    if (!this.granted) {
+      return new Error(
+        `floodgate: lease.settle(): the lease was rejected (${JSON.stringify(this.reason)}) and reserved nothing; settle only a granted lease`,
+      );
+    }
+    return new TypeError(
+      'floodgate: lease.settle(): this lease reserved nothing to settle; only a grant of fixedWindow, slidingWindow or tokenBucket (alone, partitioned or chained, in memory or on Redis) that took permits can be settled',
+    );
+  }
+
   [Symbol.dispose](): void {
     this.release();
   }
@@ -245,6 +293,14 @@ class ForwardingLease extends Lease {
   override refund(): void {
     this.inner.refund();
   }
+
+  override settle(actual: number): void {
+    this.inner.settle(actual);
+  }
+
+  override unsettleable(): Error | undefined {
+    return this.inner.unsettleable();
+  }
 }
 
 /** Whoever takes a held lease's permits back. */
@@ -252,12 +308,27 @@ export interface PermitOwner {
   releasePermits(slot: number, permits: number, heldSince: number, outcome?: ReleaseOutcome): void;
 }
 
-/** Whoever takes a refunded lease's permits back. */
+/** Whoever takes a refunded lease's permits back, and settles a lease's real cost. */
 export interface RefundOwner {
   refundPermits(slot: number, permits: number, mark: number, generation: number): void;
+  /** Charges `actual − estimate` now, or gives `estimate − actual` back by the refund rules (see `Lease.settle`). */
+  settlePermits(
+    slot: number,
+    estimate: number,
+    actual: number,
+    mark: number,
+    generation: number,
+    key: string | undefined,
+  ): void;
 }
 
-/** A granted lease of a time-based limiter, which can be refunded once. */
+/** The owner of a settled lease: neither a refund nor a second settle reaches a real owner. */
+const SETTLED: RefundOwner = {
+  refundPermits() {},
+  settlePermits() {},
+};
+
+/** A granted lease of a time-based limiter, which can be refunded or settled once. */
 export class RefundableLease extends Lease {
   declare private owner: RefundOwner | undefined;
   declare private readonly slot: number;
@@ -285,11 +356,30 @@ export class RefundableLease extends Lease {
     this.generation = generation;
   }
 
+  /** Once settled, the cost stands: a refund then gives nothing back. */
   override refund(): void {
     const owner = this.owner;
-    if (owner === undefined) return;
+    if (owner === undefined || owner === SETTLED) return;
     this.owner = undefined;
     owner.refundPermits(this.slot, this.permits, this.mark, this.generation);
+  }
+
+  override settle(actual: number): void {
+    checkCost(actual);
+    const owner = this.owner;
+    if (owner === undefined || owner === SETTLED) throw this.unsettleable();
+    this.owner = SETTLED;
+    if (actual !== this.permits) {
+      owner.settlePermits(this.slot, this.permits, actual, this.mark, this.generation, this.key);
+    }
+  }
+
+  override unsettleable(): Error | undefined {
+    if (this.owner === undefined) {
+      return new Error('floodgate: lease.settle(): the lease was refunded; there is nothing left to settle');
+    }
+    if (this.owner === SETTLED) return new Error('floodgate: lease.settle(): the lease is settled already');
+    return undefined;
   }
 }
 
@@ -326,6 +416,12 @@ export class HeldLease extends Lease {
     if (owner === undefined) return;
     this.owner = undefined;
     owner.releasePermits(this.slot, this.permits, this.heldSince, outcome);
+  }
+
+  override unsettleable(): Error {
+    return new TypeError(
+      'floodgate: lease.settle(): a concurrency lease holds permits until release(); it has no cost to settle',
+    );
   }
 }
 
@@ -374,4 +470,39 @@ export class ChainLease extends Lease {
   override refund(): void {
     for (const lease of this.#members) lease.refund();
   }
+
+  /**
+   * Settles every member that counts cost, all or nothing: every one is checked before any is charged. When no
+   * member counts cost (every member counts requests, as by default), every member took the permits asked and
+   * every member settles.
+   */
+  override settle(actual: number): void {
+    checkCost(actual);
+    const error = this.unsettleable();
+    if (error !== undefined) throw error;
+    const settling = this.settling();
+    for (const lease of settling) lease.settle(actual);
+  }
+
+  override unsettleable(): Error | undefined {
+    if (!this.granted) return super.unsettleable();
+    for (const lease of this.settling()) {
+      const error = lease.unsettleable();
+      if (error !== undefined) return error;
+    }
+    return undefined;
+  }
+
+  /** The members' leases a settle reaches: the cost members' (see `Limiter.unit`), or all when there are none. */
+  protected settling(): readonly Lease[] {
+    const members = this.#members;
+    const cost = members.filter((lease) => unitOf(lease.source) !== 'requests');
+    return cost.length > 0 ? cost : members;
+  }
+}
+
+/** What one permit of `limiter` is (`Limiter.unit`): `'requests'` when it does not say. */
+export function unitOf(limiter: unknown): string {
+  const unit = (limiter as { unit?: unknown } | undefined)?.unit;
+  return typeof unit === 'string' ? unit : 'requests';
 }

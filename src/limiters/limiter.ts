@@ -38,6 +38,11 @@ export interface Limiter<R = any> {
   shapeFor(key: string): LimitShape;
   /** Whether it may hold a request in a queue (then the HTTP layer asks with `acquire`, else `tryAcquire`). */
   readonly mayQueue: boolean;
+  /**
+   * What one permit is: `'requests'` when absent, or a cost unit (`'tokens'`…) whose grants are settled at their
+   * real cost. A chain with a cost member asks a member counting requests for one permit per request.
+   */
+  readonly unit?: string;
   /** A chain's members (every chain inside it flattened), in order; absent for any other limiter. */
   readonly members?: readonly Limiter[] | undefined;
   /** Partitions live now, for a partitioned limiter in memory (the `partitions` metric follows it). */

@@ -21,6 +21,12 @@ export interface TimeOptions extends QueueOptions {
   countRejected?: boolean;
   /** The clock, in milliseconds, monotonic. Default `performance.now()`. */
   clock?: Clock;
+  /**
+   * What one permit is: `'requests'` (default), or a cost unit — `'tokens'`, `'bytes'` … — for a limiter whose
+   * grants are asked with an estimate and settled at the real cost (`lease.settle`). In a chain that has a cost
+   * member, a member counting requests takes one permit per request whatever the estimate, and is never settled.
+   */
+  unit?: string;
 }
 
 /** The names of {@link TimeOptions}. */
@@ -28,6 +34,7 @@ export const TIME_OPTION_NAMES = [
   ...QUEUE_OPTION_NAMES,
   'countRejected',
   'clock',
+  'unit',
 ] as const satisfies readonly (keyof TimeOptions)[];
 
 /**
@@ -86,7 +93,7 @@ export function object<T>(name: string, value: T): T {
 export function queueAndClock(
   kind: string,
   options: TimeOptions,
-): { queueLimit: number; queueOrder: QueueOrder; countRejected: boolean; clock: Clock } {
+): { queueLimit: number; queueOrder: QueueOrder; countRejected: boolean; clock: Clock; unit?: string } {
   const queueLimit =
     options.queueLimit === undefined ? 0 : integer(`${kind}: queueLimit`, options.queueLimit, 0);
   const queueOrder = oneOf(
@@ -104,8 +111,19 @@ export function queueAndClock(
       `${kind}: clock must be an object with a now() method; got ${describe(options.clock)}`,
     );
   }
-  return { queueLimit, queueOrder, countRejected: options.countRejected === true, clock };
+  const unit = options.unit;
+  if (unit !== undefined && (typeof unit !== 'string' || !UNIT.test(unit))) {
+    throw new TypeError(
+      `${kind}: unit must be a word of letters, digits and '-' ('requests', 'tokens', 'input-tokens'…); got ${describe(unit)}`,
+    );
+  }
+  const countRejected = options.countRejected === true;
+  if (unit === undefined || unit === 'requests') return { queueLimit, queueOrder, countRejected, clock };
+  return { queueLimit, queueOrder, countRejected, clock, unit };
 }
+
+/** A unit's name: it becomes a quota's name in response header fields. */
+const UNIT = /^[A-Za-z][A-Za-z0-9-]{0,31}$/;
 
 /** Checks the permits of one request against the limit: a programming error is a RangeError. */
 export function checkPermits(permits: number, limit: number): void {

@@ -112,6 +112,11 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
   }
 
   /** What its header fields say, when every key has the same limiter; undefined with tiers. */
+  /** What one permit is: its limiter's `unit` (`'requests'` when chosen per key). */
+  get unit(): string {
+    return this.spec?.options.unit ?? 'requests';
+  }
+
   get shape(): LimitShape | undefined {
     return this.spec?.algorithm;
   }

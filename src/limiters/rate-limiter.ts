@@ -113,6 +113,11 @@ export abstract class RateLimiter extends MemoryLimiterBase implements LimiterSp
     LIMIT_CHANGES.count++;
   }
 
+  /** What one permit is: `'requests'`, or the cost unit given as the `unit` option. */
+  get unit(): string {
+    return this.options.unit ?? 'requests';
+  }
+
   /** The most permits one request may ask for. */
   get limit(): number {
     return this.algorithm.limit;

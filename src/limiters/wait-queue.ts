@@ -1,6 +1,7 @@
 /** A request waiting for permits. */
 export interface Waiter {
-  readonly permits: number;
+  /** Permits it waits for where it is queued (a chain's waiter asks each member for what that member counts). */
+  permits: number;
   readonly enqueuedAt: number;
   /** Its class: a higher rank is served first (`'default'` is 1). Set before it is queued. */
   rank: number;

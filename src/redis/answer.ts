@@ -2,7 +2,7 @@ import { ChainLease, HeldLease, Lease } from '../limiters/lease.ts';
 import type { Binding, BoundMember, Decided } from './binding.ts';
 import type { ResolvedOptions } from './options.ts';
 import { decodeNumber } from './protocol.ts';
-import { RedisRefundableLease } from './refund.ts';
+import { RedisChainLease, RedisRefundableLease, type SettleSender } from './refund.ts';
 
 /**
  * The script's answers turned into the leases the memory store builds: granted (refundable when time-based),
@@ -21,6 +21,8 @@ export class Answers {
       expectedResetMs: number,
       emptied: boolean,
     ) => void,
+    /** Settles grants: one request (op `s`) for a lease, or for a chain's members. */
+    private readonly settle: SettleSender,
   ) {}
 
   toLease(
@@ -56,9 +58,7 @@ export class Answers {
         }
         if (leases[i].remaining < leases[decisive].remaining) decisive = i;
       }
-      const lease = binding.chain
-        ? new ChainLease(leases[decisive], undefined, leases, undefined)
-        : leases[0];
+      const lease = binding.chain ? new RedisChainLease(leases[decisive], leases, this.settle) : leases[0];
       return { lease, blocked: -1, local: false };
     }
     const index = Number(reply[1]) - 1;
@@ -95,6 +95,8 @@ export class Answers {
       this.clock(),
       this.clock,
       (n, expected, emptied) => this.refund(m, n, expected, emptied),
+      m,
+      this.settle,
     );
   }
 

@@ -1,6 +1,6 @@
 import { describe } from '../duration.ts';
 import type { ChainAcquireArgs, ChainArgs, ChainResource } from '../limiters/chain.ts';
-import type { Lease } from '../limiters/lease.ts';
+import { type Lease, unitOf } from '../limiters/lease.ts';
 import type { LimitShape, StoredLimiter, StoredLimiterChain } from '../limiters/limiter.ts';
 import type { AcquireOptions, Statistics } from '../limiters/rate-limiter.ts';
 import type { RemoteStore } from '../limiters/store.ts';
@@ -42,6 +42,14 @@ export class RedisChainLimiter<R = void> implements StoredLimiterChain {
       }
     });
     this.needsResource = members.some((m) => (m as StoredLimiter).keyOf !== undefined);
+    // Each member takes the permits asked: a member counting requests beside one counting cost would need one
+    // permit per request, which the scripts do not do yet.
+    const units = [...new Set(members.map((m) => unitOf(m)))];
+    if (units.length > 1) {
+      throw new TypeError(
+        `store.chain: its members count different units (${units.map((u) => JSON.stringify(u)).join(', ')}); on a Redis store every member of a chain counts the same unit (a chain mixing cost and requests runs in memory)`,
+      );
+    }
   }
 
   /** The store that decides it (a Redis store). */

@@ -12,6 +12,7 @@ import { Leases } from './leases.ts';
 import type { ResolvedOptions } from './options.ts';
 import { meanwhileOf, OutageWarnings } from './outage.ts';
 import { decodeNumber, encodeLone, encodeRequest, type MemberCall, type Op, specText } from './protocol.ts';
+import type { SettlePart } from './refund.ts';
 import type { StoreUnavailableError } from './request.ts';
 import { keySlot } from './slot.ts';
 
@@ -55,6 +56,7 @@ export class Engine implements DecisionHost {
       options,
       (binding, op, leaseId) => this.leaseOp(binding, op, leaseId),
       (m, permits, expected, emptied) => this.refundOp(m, permits, expected, emptied),
+      (parts) => this.settleOp(parts),
     );
     const clock = options.clock;
     this.leases = new Leases({
@@ -69,6 +71,7 @@ export class Engine implements DecisionHost {
         this.failed(binding, error);
         return this.fallback(binding, permits);
       },
+      settle: (parts) => this.settleOp(parts),
     });
   }
 
@@ -323,5 +326,27 @@ export class Engine implements DecisionHost {
     const lease = `${Math.round(expectedResetMs)}${emptied ? 'z' : ''}`;
     this.encodeArgs(args, binding, 'r', permits, lease, false, this.now());
     this.dispatcher.request([m.key], args).catch(() => {});
+  }
+
+  /**
+   * Settles a lease, or a chain's members together, in one request (op `s`): each member's lease field carries
+   * `delta:expectedResetMs`. A failure leaves the estimates charged, as if never settled.
+   */
+  private settleOp(parts: readonly SettlePart[]): void {
+    const args: string[] = [];
+    const calls: MemberCall[] = parts.map(({ member, delta, expectedResetMs }) => ({
+      key: member.key,
+      spec: this.specOf(member.spec),
+      origin: member.origin,
+      blocked: false,
+      lease: `${delta}:${Math.round(expectedResetMs)}`,
+    }));
+    encodeRequest(args, 's', 0, this.now(), calls);
+    this.dispatcher
+      .request(
+        parts.map((p) => p.member.key),
+        args,
+      )
+      .catch(() => {});
   }
 }

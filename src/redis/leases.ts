@@ -1,7 +1,7 @@
 import { Lease } from '../limiters/lease.ts';
 import { BATCH_TARGET_MS, Batch } from './batch.ts';
 import type { Binding, BoundMember, Decided } from './binding.ts';
-import { RedisRefundableLease } from './refund.ts';
+import { RedisRefundableLease, type SettleSender } from './refund.ts';
 import type { Request, StoreUnavailableError } from './request.ts';
 
 /** What the leases need of the engine (the engine, without importing it). */
@@ -30,6 +30,8 @@ export interface LeaseHost {
   skipped(binding: Binding, permits: number): Lease | undefined;
   /** Redis failed or was late for `binding`: skip it for a while, and answer `permits` by `onUnavailable`. */
   unavailable(binding: Binding, permits: number, error: StoreUnavailableError): Lease;
+  /** Settles leased grants as strict ones are (op `s`): Redis counted the batch, so the difference goes there. */
+  readonly settle: SettleSender;
 }
 
 /** A decision waiting for its key's take to come back. */
@@ -148,6 +150,8 @@ export class Leases {
         now,
         this.host.clock,
         (n) => this.refund(entry, n, mark),
+        m,
+        this.host.settle,
       );
     }
     return w.asLease ? lease : { lease, blocked: -1, local: false };

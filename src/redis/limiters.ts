@@ -128,6 +128,11 @@ export class RedisLimiter implements Owner, StoredLimiter {
     return this.spec.algorithm;
   }
 
+  /** What one permit is: its limiter's `unit`. */
+  get unit(): string {
+    return this.spec.options.unit ?? 'requests';
+  }
+
   shapeFor(_key: string): LimitShape {
     return this.spec.algorithm;
   }
@@ -231,6 +236,11 @@ export class RedisPartitionedLimiter<R> implements Owner, StoredLimiter<R> {
   /** What its header fields say, when every key has the same limiter; undefined with tiers. */
   get shape(): LimitShape | undefined {
     return this.spec?.algorithm;
+  }
+
+  /** What one permit is: its limiter's `unit` (`'requests'` when chosen per key). */
+  get unit(): string {
+    return this.spec?.options.unit ?? 'requests';
   }
 
   shapeFor(key: string): LimitShape {

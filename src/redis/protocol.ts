@@ -1,7 +1,7 @@
 import type { Algorithm } from '../algorithms/algorithm.ts';
 
 /** The operations of the decision script (see `lua/decide.ts`). */
-export type Op = 't' | 'w' | 'p' | 'x' | 'n' | 'r' | 'l' | 'g';
+export type Op = 't' | 'w' | 'p' | 'x' | 'n' | 'r' | 'l' | 'g' | 's';
 
 /** Arguments per member the script reads, in order: `spec, origin, blocked, lease`. */
 export const MEMBER_ARGS = 4;

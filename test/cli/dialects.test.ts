@@ -18,6 +18,44 @@ function written(style: 'draft-10' | 'draft-7' | 'draft-6' | 'legacy', states = 
 }
 
 describe('readRateLimit()', () => {
+  test('openai and anthropic: every unit, its reset a duration or an RFC 3339 time; retry-after-ms wins', () => {
+    const date = new Date(NOW).toUTCString();
+    assert.deepEqual(
+      readRateLimit(
+        {
+          'x-ratelimit-limit-requests': '500',
+          'x-ratelimit-remaining-requests': '499',
+          'x-ratelimit-reset-requests': '120ms',
+          'x-ratelimit-limit-tokens': '30000',
+          'x-ratelimit-remaining-tokens': '29000',
+          'x-ratelimit-reset-tokens': '6m0s',
+          'retry-after': '2',
+          'retry-after-ms': '1500',
+        },
+        NOW,
+      ),
+      {
+        quotas: [
+          { dialect: 'openai', policy: 'requests', limit: 500, remaining: 499, resetMs: 120 },
+          { dialect: 'openai', policy: 'tokens', limit: 30_000, remaining: 29_000, resetMs: 360_000 },
+        ],
+        retryAfterMs: 1500,
+      },
+    );
+    assert.deepEqual(
+      readRateLimit(
+        {
+          date,
+          'anthropic-ratelimit-output-tokens-limit': '8000',
+          'anthropic-ratelimit-output-tokens-remaining': '0',
+          'anthropic-ratelimit-output-tokens-reset': new Date(NOW + 20_000).toISOString(),
+        },
+        NOW + 999_000,
+      ).quotas,
+      [{ dialect: 'anthropic', policy: 'output-tokens', limit: 8000, remaining: 0, resetMs: 20_000 }],
+    );
+  });
+
   test('draft-10: every policy of RateLimit, joined with its RateLimit-Policy item by name', () => {
     const daily = { ...api, name: 'daily', limit: 1000, windowMs: 86_400_000, remaining: 0 };
     assert.deepEqual(readRateLimit(written('draft-10', [api, daily]), NOW).quotas, [

@@ -174,6 +174,10 @@ for (const [adapter, api] of Object.entries(adapters)) {
 /** Exported functions that take no options object. */
 const NO_OPTIONS = new Set([
   'chain',
+  // The usage readers take a response.
+  'jsonUsage',
+  'llmUsage',
+  'sseUsage',
   'parseDuration',
   'headerValue',
   'rateLimitHeaders',

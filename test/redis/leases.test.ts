@@ -350,6 +350,27 @@ test('a batch left unused is given back within a few sweeps', async () => {
   assert.equal((await strict.statistics()).available, 100 - 8);
 });
 
+test('a leased grant settles on Redis as a strict one does: the difference is charged or given back there', async () => {
+  clock.set(0);
+  const name = uniqueName();
+  const spec = () => fixedWindow({ permitLimit: 100, window: 60_000 });
+  const leased = store.limiter(spec(), { name, leases: true });
+  const strict = store.limiter(spec(), { name });
+  const settled = async (estimate: number, actual: number) => {
+    const lease = await leased.tryAcquire(estimate);
+    assert.equal(lease.granted, true);
+    lease.settle(actual);
+  };
+  await settled(5, 12); // 7 more charged
+  await settled(10, 4); // 6 given back
+  // Once the sweeper has given the unused batch back, Redis counts exactly what was settled: 12 + 4.
+  const deadline = Date.now() + 5000;
+  while ((await strict.statistics()).available !== 100 - 16 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.equal((await strict.statistics()).available, 100 - 16);
+});
+
 test('onUnavailable answers a take Redis cannot serve', async () => {
   const broken = new Redis({ port: server.port, lazyConnect: true, enableOfflineQueue: false });
   const failing = redisStore({ client: broken, clock, timeoutMs: 50, onUnavailable: 'fail-closed' });

@@ -17,7 +17,8 @@
  *   lease's own entry, in `decideBatch`), `r` refund a time-based grant (each member's `lease` is the grant's
  *   reset time from now, as the client reckons it), `l` take a lease's batch (`permits` wanted, `lease` the
  *   permits needed; granted `1,granted,remaining,reset,mark,endMs`), `g` give a batch's unspent permits back
- *   (`lease` its mark; answers '').
+ *   (`lease` its mark; answers ''), `s` settle a time-based grant (each member's `lease` is `delta:expected`:
+ *   `delta` more charged, past the limit if need be, or `−delta` given back as a refund).
  * - reply: one string, requests separated by ';', a request's fields by ',' — granted `1,remaining₁,reset₁,…`;
  *   rejected `0,index,retryAfter,chainRetryAfter,remaining,resetAfter`; peek `available₁,…`; release and renew
  *   ''. Numbers read back exactly (`num`), '' for none. One string rather than nested arrays: the client

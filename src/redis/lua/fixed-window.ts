@@ -4,6 +4,14 @@
  * Functions take the member rather than closing over it: no closure is allocated per decision.
  */
 export const FIXED_WINDOW = `
+-- How many window ends until \`n\` permits fit, with \`count\` counted now (debt carried: see \`FW.advance\`).
+local function fwWindows(m, count, n)
+  if m.countRejected or count <= m.limit then return 1 end
+  local k = ceil((count + n - m.limit) / m.limit)
+  if k < 1 then k = 1 end
+  return k
+end
+
 local FW = {
   width = function() return 2 end,
   timeBased = true,
@@ -14,20 +22,30 @@ local FW = {
   advance = function(m, s, now)
     local start, w = s[1], m.p1
     if now - start >= w then
-      s[1] = start + floor((now - start) / w) * w
-      s[2] = 0
+      local windows = floor((now - start) / w)
+      s[1] = start + windows * w
+      -- A count over the limit (a settle's overdraw) is debt each later window pays up to \`limit\` of; not
+      -- with countRejected, whose penalties end with their window.
+      local debt = s[2] - windows * m.limit
+      if m.countRejected or debt <= 0 then s[2] = 0 else s[2] = debt end
     end
   end,
   available = function(m, s) return m.limit - s[2] end,
   take = function(m, s, n) s[2] = s[2] + n end,
   retryAfter = function(m, s, now, n)
-    if m.limit - s[2] >= n then return 0 end
-    return s[1] + m.p1 - now
+    local count = s[2]
+    if m.limit - count >= n then return 0 end
+    -- Not in debt (the common case, a chain's every grant): no call.
+    if count <= m.limit or m.countRejected then return s[1] + m.p1 - now end
+    return s[1] + fwWindows(m, count, n) * m.p1 - now
   end,
   resetAfter = function(m, s, now)
-    if s[2] == 0 then return 0 end
-    return s[1] + m.p1 - now
+    local count = s[2]
+    if count == 0 then return 0 end
+    if count <= m.limit or m.countRejected then return s[1] + m.p1 - now end
+    return s[1] + ceil(count / m.limit) * m.p1 - now
   end,
+
   isFull = function(m, s) return s[2] <= 0 end,
   -- A refund (op 'r'): \`expected\` is the grant's reset time from now, as the client reckons it. The current
   -- window is the grant's when its end is that near (a later one ends a whole window further).
@@ -48,7 +66,10 @@ local FW = {
   -- Where a lease taken now is void: the window's end.
   leaseEnd = function(m, s) return s[1] + m.p1 end,
   -- Same window, and the stored TTL was already its end (count > 0): the key's expiry stands (SET KEEPTTL).
-  sameExpiry = function(m, oldStart, oldCount, s) return oldStart == s[1] and oldCount > 0 end,
+  -- Not when now in debt: its expiry is windows further (see \`resetAfter\`). A longer expiry kept is harmless.
+  sameExpiry = function(m, oldStart, oldCount, s)
+    return oldStart == s[1] and oldCount > 0 and s[2] <= m.limit
+  end,
 }
 
 -- The most common decision, a lone fixed window tried (op 't' or 'w'), inlined on locals: what \`member\`,
@@ -68,10 +89,13 @@ local function fixedWindowTry(c, raw, origin, blocked, op, permits, now)
     count = 0
   end
   if now - start >= w then
-    start = start + floor((now - start) / w) * w
-    count = 0
+    local windows = floor((now - start) / w)
+    start = start + windows * w
+    local debt = count - windows * limit
+    if c.countRejected or debt <= 0 then count = 0 else count = debt end
   end
   local dirty = start ~= before
+  -- (A grant never leaves the count over the limit: a stored expiry for debt, windows further, is kept.)
   local keepTtl = before ~= nil and before == start and second > 0
   local need = permits
   if need == 0 then need = 1 end
@@ -99,16 +123,16 @@ local function fixedWindowTry(c, raw, origin, blocked, op, permits, now)
       dirty = true
     end
     local retry = 0
-    if limit - count < need then retry = start + w - now end
+    if limit - count < need then retry = start + fwWindows(c, count, need) * w - now end
     local reset = 0
-    if count ~= 0 then reset = start + w - now end
+    if count ~= 0 then reset = start + fwWindows(c, count, limit) * w - now end
     retry = num(retry)
     res = '0,1,' .. retry .. ',' .. retry .. ',' .. num(max(0, limit - count)) .. ',' .. num(reset)
   end
   if not dirty then return res end
   if keepTtl then return res, mpack(start, count) end
   local ttl = 0
-  if count ~= 0 then ttl = ceil(start + w - now) end
+  if count ~= 0 then ttl = ceil(start + fwWindows(c, count, limit) * w - now) end
   if ttl ~= ttl or ttl < 1 then ttl = 1 end
   return res, mpack(start, count), ttl + c.pad
 end

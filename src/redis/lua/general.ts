@@ -111,6 +111,21 @@ local function decide(op, permits, ms, now)
     end
     return ''
   end
+  if op == 's' then
+    -- A settle: the member's \`lease\` field is \`delta:expected\`; a charge is recorded past the limit (the work
+    -- was done), a give-back follows the refund's rules.
+    for _, m in ipairs(ms) do
+      local d, e = match(m.lease, '^([^:]*):(.*)$')
+      d = tonumber(d)
+      if d > 0 then
+        m.a.take(m.c, m.s, d)
+        m.dirty = true
+      elseif m.a.refund and m.a.refund(m.c, m.s, -d, tonumber(e) or 0, now) then
+        m.dirty = true
+      end
+    end
+    return ''
+  end
   local need = permits
   if need == 0 then need = 1 end
   local n = #ms

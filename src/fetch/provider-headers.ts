@@ -1,0 +1,116 @@
+/**
+ * The rate-limit fields of LLM providers, read as strictly as `headers.ts` reads `RateLimit` and `Retry-After`:
+ * a value not fully understood is `undefined`, never a guess.
+ * - OpenAI-style: `x-ratelimit-limit-<unit>`, `x-ratelimit-remaining-<unit>`, `x-ratelimit-reset-<unit>` for the
+ *   units `requests` and `tokens`, the reset a duration until the quota is full again (`6m0s`, `1.5s`, `20ms`);
+ * - Anthropic-style: `anthropic-ratelimit-<unit>-limit|remaining|reset` for `requests`, `tokens`,
+ *   `input-tokens` and `output-tokens`, the reset an RFC 3339 time;
+ * - `retry-after-ms`: milliseconds, a non-negative number (both providers send it beside `Retry-After`).
+ */
+
+/** One unit's quota as a provider reported it. */
+export interface ProviderQuota {
+  /** Whose fields: `'openai'` (`x-ratelimit-*-<unit>`) or `'anthropic'` (`anthropic-ratelimit-<unit>-*`). */
+  readonly provider: 'openai' | 'anthropic';
+  readonly unit: string;
+  readonly limit: number | undefined;
+  readonly remaining: number | undefined;
+  /** Milliseconds until the quota resets, from the response. */
+  readonly resetMs: number | undefined;
+}
+
+type Header = (name: string) => string | null | undefined;
+
+const OPENAI_UNITS = ['requests', 'tokens'];
+const ANTHROPIC_UNITS = ['requests', 'tokens', 'input-tokens', 'output-tokens'];
+const COUNT = /^\d{1,15}$/;
+const NUMBER = /^\d{1,15}(?:\.\d{1,6})?$/;
+/** Go's time.Duration text as OpenAI sends it: hours, minutes, seconds, milliseconds, each optional, in order. */
+const DURATION =
+  /^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?$/;
+const RFC3339 = /^(\d{4})-(\d\d)-(\d\d)[Tt](\d\d):(\d\d):(\d\d)(\.\d{1,9})?(?:[Zz]|([+-])(\d\d):(\d\d))$/;
+
+/** A duration such as `6m0s`, `1.5s`, `20ms`, `1h2m3s` in milliseconds, or `undefined`. */
+export function parseProviderDuration(value: string | null | undefined): number | undefined {
+  const text = value?.trim();
+  if (!text) return undefined;
+  const m = DURATION.exec(text);
+  if (!m || (m[1] ?? m[2] ?? m[3] ?? m[4]) === undefined) return undefined;
+  const part = (s: string | undefined, ms: number) => (s === undefined ? 0 : Number(s) * ms);
+  return part(m[1], 3_600_000) + part(m[2], 60_000) + part(m[3], 1000) + part(m[4], 1);
+}
+
+/** An RFC 3339 date-time (`2026-12-06T02:15:30Z`, offsets and fractions allowed) in epoch ms, or `undefined`. */
+export function parseRfc3339(value: string | null | undefined): number | undefined {
+  const m = value == null ? null : RFC3339.exec(value.trim());
+  if (!m) return undefined;
+  const [year, month, day, hours, minutes, seconds] = m.slice(1, 7).map(Number);
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hours > 23 || minutes > 59 || seconds > 60)
+    return undefined;
+  let ms = Date.UTC(year, month - 1, day, hours, minutes, Math.min(seconds, 59));
+  if (new Date(ms).getUTCDate() !== day) return undefined;
+  if (m[7] !== undefined) ms += Math.floor(Number(`0${m[7]}`) * 1000);
+  if (m[8] !== undefined) {
+    const offset = (Number(m[9]) * 60 + Number(m[10])) * 60_000;
+    if (Number(m[9]) > 23 || Number(m[10]) > 59) return undefined;
+    ms += m[8] === '+' ? -offset : offset;
+  }
+  return ms;
+}
+
+/** `retry-after-ms` in milliseconds, or `undefined` when absent or malformed. */
+export function retryAfterMsField(value: string | null | undefined): number | undefined {
+  const text = value?.trim();
+  return text !== undefined && NUMBER.test(text) ? Number(text) : undefined;
+}
+
+/**
+ * Every provider quota a response reports, OpenAI-style and Anthropic-style. An Anthropic reset time is measured
+ * against the response's `Date` when it parses (a skewed local clock does not matter), else `now` (epoch ms).
+ */
+export function providerQuotas(header: Header, now: number, responseDate?: number): ProviderQuota[] {
+  const quotas: ProviderQuota[] = [];
+  const count = (name: string) => {
+    const text = header(name)?.trim();
+    return text !== undefined && COUNT.test(text) ? Number(text) : undefined;
+  };
+  for (const unit of OPENAI_UNITS) {
+    const limit = count(`x-ratelimit-limit-${unit}`);
+    const remaining = count(`x-ratelimit-remaining-${unit}`);
+    const resetMs = parseProviderDuration(header(`x-ratelimit-reset-${unit}`));
+    if (limit !== undefined || remaining !== undefined || resetMs !== undefined) {
+      quotas.push({ provider: 'openai', unit, limit, remaining, resetMs });
+    }
+  }
+  for (const unit of ANTHROPIC_UNITS) {
+    const prefix = `anthropic-ratelimit-${unit}-`;
+    const limit = count(`${prefix}limit`);
+    const remaining = count(`${prefix}remaining`);
+    const at = parseRfc3339(header(`${prefix}reset`));
+    const resetMs = at === undefined ? undefined : Math.max(0, at - (responseDate ?? now));
+    if (limit !== undefined || remaining !== undefined || resetMs !== undefined) {
+      quotas.push({ provider: 'anthropic', unit, limit, remaining, resetMs });
+    }
+  }
+  return quotas;
+}
+
+/**
+ * The wait the provider fields ask for: the longest reset among the units with nothing left (`remaining` 0), in
+ * milliseconds; `undefined` when no unit is exhausted with a reset time.
+ */
+export function providerWaitMs(header: Header, now: number, responseDate?: number): number | undefined {
+  // Read on every answer: only the `remaining` fields, until one says 0.
+  let wait: number | undefined;
+  for (const unit of OPENAI_UNITS) {
+    if (header(`x-ratelimit-remaining-${unit}`)?.trim() !== '0') continue;
+    const reset = parseProviderDuration(header(`x-ratelimit-reset-${unit}`));
+    if (reset !== undefined) wait = Math.max(wait ?? 0, reset);
+  }
+  for (const unit of ANTHROPIC_UNITS) {
+    if (header(`anthropic-ratelimit-${unit}-remaining`)?.trim() !== '0') continue;
+    const at = parseRfc3339(header(`anthropic-ratelimit-${unit}-reset`));
+    if (at !== undefined) wait = Math.max(wait ?? 0, Math.max(0, at - (responseDate ?? now)));
+  }
+  return wait;
+}

@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { jsonUsage, llmUsage, rateLimitedFetch, sseUsage } from '../../src/fetch/index.ts';
+import { concurrency, partitioned, tokenBucket } from '../../src/index.ts';
+import { type Provider, startProvider } from './llm-provider.ts';
+
+let provider: Provider;
+before(async () => {
+  provider = await startProvider();
+});
+after(() => provider.close());
+
+const hour = 3_600_000;
+const budget = () => tokenBucket({ tokenLimit: 10_000, tokensPerPeriod: 1, period: hour, unit: 'tokens' });
+
+/** Turns of the event loop until `check` holds (the settle follows the reader's read of the body). */
+async function eventually(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 10_000 && !check(); i++) await new Promise((resolve) => setImmediate(resolve));
+  assert.ok(check(), 'never settled');
+}
+
+/** A budget of 10 000 tokens per origin, never refilled within a test; `left()` reads the provider's. */
+function perOrigin() {
+  const limiter = partitioned({ key: (origin: string) => origin, limiter: budget() });
+  return { limiter, left: () => limiter.statistics(provider.origin).available };
+}
+
+for (const [vendor, form] of [
+  ['openai', 'json'],
+  ['anthropic', 'json'],
+  ['openai', 'sse'],
+  ['anthropic', 'sse'],
+] as const) {
+  test(`${vendor} ${form}: a call reserves its estimate and is settled at the usage the answer reports`, async () => {
+    const { limiter, left } = perOrigin();
+    const api = rateLimitedFetch({ limiter, cost: { estimate: () => 100, actual: llmUsage } });
+    const response = await api(provider.url(`/${vendor}/${form}/230/70`));
+    if (form === 'sse') {
+      // The first event reaches the caller while the provider still holds the rest: nothing waits for the end.
+      const reader = response.body!.getReader();
+      const first = new TextDecoder().decode((await reader.read()).value);
+      assert.match(first, /^(event|data)/);
+      assert.equal(left(), 10_000 - 100, 'the estimate is charged until the usage comes');
+      provider.release();
+      while (!(await reader.read()).done) {}
+    } else {
+      await response.json();
+    }
+    await eventually(() => left() === 10_000 - 300);
+  });
+}
+
+test('an answer without usage keeps the estimate; a reader of your own decides the cost', async () => {
+  const { limiter, left } = perOrigin();
+  const api = rateLimitedFetch({ limiter, cost: { estimate: () => 100, actual: jsonUsage } });
+  await (await api(provider.url('/none'))).json();
+  for (let i = 0; i < 100; i++) await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(left(), 10_000 - 100);
+  const custom = rateLimitedFetch({
+    limiter,
+    cost: { estimate: () => 10, actual: (response) => Number(response.headers.get('content-length')) },
+  });
+  await (await custom(provider.url('/none'))).text();
+  await eventually(() => left() === 10_000 - 100 - 11);
+  for (const actual of [() => Promise.reject(new Error('no')), () => Number.NaN, () => -5]) {
+    const broken = rateLimitedFetch({ limiter, cost: { estimate: () => 1, actual } });
+    await (await broken(provider.url('/none'))).text();
+  }
+  for (let i = 0; i < 100; i++) await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(left(), 10_000 - 100 - 11 - 3, 'a rejection or a bad number keeps the estimate');
+});
+
+test('sseUsage and jsonUsage read the usage shapes of both providers', async () => {
+  const read = async (path: string, reader: (r: Response) => Promise<number | undefined>) => {
+    const response = fetch(provider.url(path));
+    const done = reader(await response);
+    provider.release();
+    return done;
+  };
+  assert.equal(await read('/openai/sse/5/7', sseUsage), 12);
+  assert.equal(await read('/anthropic/sse/5/7', sseUsage), 12);
+  assert.equal(await read('/openai/json/5/7', jsonUsage), 12);
+  assert.equal(await read('/anthropic/json/5/7', jsonUsage), 12);
+  assert.equal(await read('/none', jsonUsage), undefined);
+  assert.equal(await jsonUsage(new Response('not json')), undefined);
+  assert.equal(
+    await sseUsage(
+      new Response('data: {"usage":{"input_tokens":3}}\r\n\r\ndata: {"usage":{"output_tokens":4}}'),
+    ),
+    7,
+    'CRLF lines, and a last event without its blank line',
+  );
+});
+
+test('bad cost options and estimates: errors naming them', async () => {
+  assert.throws(() => rateLimitedFetch({ limiter: budget(), cost: { estimate: 5 } as never }), {
+    name: 'TypeError',
+    message: /rateLimitedFetch: cost.estimate must be a function/,
+  });
+  assert.throws(
+    () => rateLimitedFetch({ limiter: budget(), cost: { estimate: () => 1, guess: 1 } as never }),
+    {
+      name: 'TypeError',
+      message: /^rateLimitedFetch: cost: unknown option "guess"/,
+    },
+  );
+  assert.throws(
+    () =>
+      rateLimitedFetch({
+        limiter: concurrency({ permitLimit: 2, queueLimit: 5 }),
+        cost: { estimate: () => 1 },
+      }),
+    { name: 'TypeError', message: /cost needs a time-based limiter/ },
+  );
+  const api = rateLimitedFetch({ limiter: budget(), cost: { estimate: () => -1 } });
+  await assert.rejects(api(provider.url('/none')), {
+    name: 'RangeError',
+    message: /cost.estimate\(\) must return a whole number ≥ 0; got -1/,
+  });
+  const huge = rateLimitedFetch({ limiter: budget(), cost: { estimate: () => 20_000 } });
+  await assert.rejects(huge(provider.url('/none')), { name: 'RangeError', message: /the limit \(10000\)/ });
+});
