@@ -83,7 +83,9 @@ export interface AdaptiveOptions {
   historyMs?: number;
   /**
    * The highest probability of rejecting a call, so that some calls always find out the server is back (Envoy's
-   * admission control caps it likewise). Default 0.8.
+   * admission control caps it likewise). An accept drawn at a probability `p` of 0.9 or more (or of
+   * `maxRejection`, when lower) counts `1 / (1 − p)` accepts, so that recovery does not wait for the outage to
+   * leave the history. Default 0.95.
    */
   maxRejection?: number;
   /** Below this many calls in the history, no call is rejected (one failure alone says little). Default 10. */
@@ -306,7 +308,7 @@ function adaptiveConfig(
   if (typeof k !== 'number' || !(k >= 1 && k <= 1000)) {
     throw new RangeError(`${kind}: adaptive.k must be a number from 1 to 1000; got ${describe(k)}`);
   }
-  const maxRejection = options.maxRejection ?? 0.8;
+  const maxRejection = options.maxRejection ?? 0.95;
   if (typeof maxRejection !== 'number' || !(maxRejection > 0 && maxRejection <= 1)) {
     throw new RangeError(
       `${kind}: adaptive.maxRejection must be a number above 0, at most 1; got ${describe(maxRejection)}`,

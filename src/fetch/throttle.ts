@@ -1,6 +1,13 @@
 import type { Clock } from '../limiters/core.ts';
 import { KeyedCounts } from './keyed-counts.ts';
 
+/**
+ * The rejection probability from which an accept weighs as the calls it was let through for (see
+ * {@link AdaptiveThrottle.record}). At 0.9 the weight only plays while the server accepts fewer than about
+ * `0.1 / k` of the calls offered: an outage, or an overload deep enough that probes are all it gets.
+ */
+export const PROBE_LEVEL = 0.9;
+
 /** Settings of an {@link AdaptiveThrottle}. */
 export interface AdaptiveThrottleOptions {
   /** Accepts count this many times against requests: the server may see up to `k` times what it accepts. */
@@ -21,7 +28,9 @@ export interface AdaptiveThrottleOptions {
  * partition, the requests of the last `historyMs` and how many the server accepted. A call is rejected locally
  * with probability `max(0, (requests − k·accepts) / (requests + 1))`, capped at `maxRejection`. Local rejections
  * count as requests (as in grpc-go), so while the server accepts nothing the client sends almost nothing, and
- * each accept lowers the probability for the calls after it.
+ * each accept lowers the probability for the calls after it. An accept drawn at a probability of
+ * {@link PROBE_LEVEL} or more weighs more (see {@link AdaptiveThrottle.record}), so that recovery from an
+ * outage does not wait for the outage to leave the history.
  */
 export class AdaptiveThrottle {
   private readonly histories: KeyedCounts;
@@ -57,8 +66,22 @@ export class AdaptiveThrottle {
     return p;
   }
 
-  /** Records the outcome of a call that went to the server. */
+  /**
+   * Records the outcome of a call that went to the server. An accept recorded while the probability `p` is at
+   * least {@link PROBE_LEVEL} (or `maxRejection`, when lower) counts `1 / (1 − p)` accepts: that call was one of
+   * the few let through, standing for the `1 / (1 − p)` calls drawn with it, and the server that accepted it
+   * would likely have accepted them too. Without the weight, accepts come back only as fast as the calls that go
+   * out, so recovery from the floor grows by about e^k per history (two histories and more); with it, the
+   * probability comes off the floor within a fraction of a history. Below that level an accept counts 1: an
+   * overloaded server that accepts more than about `(1 − PROBE_LEVEL) / k` of the offered calls keeps being
+   * sent about `k` times what it accepts.
+   */
   record(key: string, accepted: boolean): void {
-    this.histories.get(key).add(this.options.clock.now(), 1, accepted ? 1 : 0);
+    let weight = 0;
+    if (accepted) {
+      const p = this.probability(key);
+      weight = p >= Math.min(PROBE_LEVEL, this.options.maxRejection) ? 1 / (1 - p) : 1;
+    }
+    this.histories.get(key).add(this.options.clock.now(), 1, weight);
   }
 }

@@ -5,7 +5,7 @@ import { backoffMs } from '../../src/fetch/backoff.ts';
 import { defaultIsFailure, isNetworkError } from '../../src/fetch/failure.ts';
 import { RetryBudget } from '../../src/fetch/retry-budget.ts';
 import { SlidingCounts } from '../../src/fetch/sliding-counts.ts';
-import { AdaptiveThrottle, type AdaptiveThrottleOptions } from '../../src/fetch/throttle.ts';
+import { AdaptiveThrottle, type AdaptiveThrottleOptions, PROBE_LEVEL } from '../../src/fetch/throttle.ts';
 import { handClock } from './server.ts';
 
 function throttle(extra: Partial<AdaptiveThrottleOptions> = {}) {
@@ -99,7 +99,7 @@ describe('adaptive throttle', () => {
     assert.equal(t.probability('b'), 0, 'partitions are separate');
   });
 
-  test('property: the probability is the formula over the history, clamped to [0, maxRejection]', () => {
+  test('property: the probability is the formula over the history, clamped to [0, maxRejection]; an accept at PROBE_LEVEL or more weighs 1 / (1 − p)', () => {
     fc.assert(
       fc.property(
         fc.array(fc.boolean(), { maxLength: 200 }),
@@ -107,11 +107,19 @@ describe('adaptive throttle', () => {
         fc.double({ min: 0.01, max: 1, noNaN: true }),
         (outcomes, k, maxRejection) => {
           const { t } = throttle({ k, maxRejection });
-          for (const accepted of outcomes) t.record('a', accepted);
-          const requests = outcomes.length;
-          const accepts = outcomes.filter(Boolean).length;
-          const formula = Math.max(0, (requests - k * accepts) / (requests + 1));
-          assert.equal(t.probability('a'), requests === 0 ? 0 : Math.min(formula, maxRejection));
+          // The naive model: counts replayed with the formula.
+          let requests = 0;
+          let accepts = 0;
+          const p = () =>
+            requests === 0
+              ? 0
+              : Math.min(Math.max(0, (requests - k * accepts) / (requests + 1)), maxRejection);
+          for (const accepted of outcomes) {
+            t.record('a', accepted);
+            if (accepted) accepts += p() >= Math.min(PROBE_LEVEL, maxRejection) ? 1 / (1 - p()) : 1;
+            requests++;
+            assert.ok(Math.abs(t.probability('a') - p()) < 1e-9, `${t.probability('a')} ≠ ${p()}`);
+          }
         },
       ),
     );
@@ -152,32 +160,59 @@ describe('adaptive throttle', () => {
     for (let i = 0; i < 20; i++) t.record('a', false);
     clock.advance(5000);
     for (let i = 0; i < 10; i++) t.record('a', true);
-    // 30 requests, 10 accepts: (30 − 20) / 31
-    assert.equal(t.probability('a'), 10 / 31);
+    // 30 requests; the first accept (at 20 / 21) weighs 21, the others 1: 30 accepts
+    assert.equal(t.probability('a'), 0);
+    t.record('a', false);
+    clock.advance(5000);
+    // the failures' slot has left: 11 requests, 9 accepts (the weighted one left with them)
+    assert.equal(t.probability('a'), 0);
     clock.advance(5000);
     // the failures' slot has left: 10 requests, 10 accepts
     assert.equal(t.probability('a'), 0);
   });
 
-  test('recovery: while accepts come back, the probability falls at each accept', () => {
-    const { t, clock, setDraw } = throttle({ maxRejection: 0.9 });
-    for (let i = 0; i < 100; i++) t.record('a', false);
-    assert.equal(t.probability('a'), 0.9);
+  test('recovery: an accept at the cap weighs as the calls it was drawn for; below PROBE_LEVEL an accept counts 1', () => {
+    const { t, clock, setDraw } = throttle({ maxRejection: 0.95 });
+    for (let i = 0; i < 1000; i++) t.record('a', false);
+    assert.equal(t.probability('a'), 0.95);
     // The server is back: every call that goes through is accepted.
-    setDraw(0.95); // above the cap: each call goes
-    let previous = t.probability('a');
-    for (let i = 0; i < 30; i++) {
-      assert.equal(t.reject('a'), undefined);
+    setDraw(0.99); // above the cap: each call goes
+    assert.equal(t.reject('a'), undefined);
+    t.record('a', true);
+    // 1001 requests, 1 / (1 − 0.95) = 20 accepts: (1001 − 40) / 1002, still at the cap
+    assert.equal(t.probability('a'), 0.95);
+    let previous = 0.95;
+    let probes = 1;
+    while (previous >= PROBE_LEVEL) {
       t.record('a', true);
-      const p = t.probability('a');
-      assert.ok(p <= previous, `${p} after ${previous}`);
-      previous = p;
-      clock.advance(100);
+      probes++;
+      previous = t.probability('a');
     }
-    // 130 requests, 30 accepts: (130 − 60) / 131
-    assert.equal(previous, 70 / 131);
+    // each probe weighed 1 / (1 − p): off the floor after about (1001 − 0.9 × 1002) / (2 × 20) ≈ 2.5 probes
+    assert.equal(probes, 3);
+    // Below PROBE_LEVEL an accept counts 1: with 1003 requests, (1003 − k·A) / 1004 becomes (1004 − k·(A + 1)) / 1005.
+    const before = t.probability('a');
+    t.record('a', true);
+    assert.ok(Math.abs(t.probability('a') - (before * 1004 + 1 - 2) / 1005) < 1e-9);
     clock.advance(10_000);
     assert.equal(t.probability('a'), 0, 'a history later, the outage is forgotten');
+  });
+
+  test('maxRejection 1: the first probe accepted after an outage weighs as the whole history', () => {
+    const { t } = throttle({ maxRejection: 1 });
+    for (let i = 0; i < 1000; i++) t.record('a', false);
+    assert.equal(t.probability('a'), 1000 / 1001);
+    t.record('a', true);
+    // weighs 1001: (1001 − 2 × 1001) / 1002 < 0
+    assert.equal(t.probability('a'), 0);
+  });
+
+  test('without the weight, the same probes would leave the probability at the cap', () => {
+    const { t } = throttle({ maxRejection: 0.95 });
+    for (let i = 0; i < 1000; i++) t.record('a', false);
+    for (let i = 0; i < 3; i++) t.record('a', true);
+    // unweighted: (1003 − 6) / 1004 = 0.993, capped at 0.95; weighted it is below PROBE_LEVEL
+    assert.ok(t.probability('a') < PROBE_LEVEL);
   });
 });
 
