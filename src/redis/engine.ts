@@ -242,12 +242,13 @@ export class Engine implements DecisionHost {
     if (this.outage.outage) this.outage.answered(this.scopeOf(d.binding));
     const decided = this.answers.toLease(d.binding, reply.split(','), d.op, d.permits, d.reason, d.leaseId);
     if (d.cacheKey === '') return decided;
-    // A lock is not kept here: an unlock in another process must reach this one at its next request.
+    // An administrative lock (a trailing 'L') is not kept here: an unlock in another process must reach this one
+    // at its next request. A lockout()'s own lockout is, like any rejection: an attacker on it costs Redis nothing.
     if (
       !decided.lease.granted &&
       decided.lease.retryAfterMs! > 0 &&
       d.permits > 0 &&
-      decided.lease.reason !== 'locked'
+      !reply.endsWith(',L')
     ) {
       this.blockedUntil.set(d.cacheKey, {
         until: performance.now() + decided.lease.retryAfterMs!,
