@@ -244,12 +244,7 @@ export class Engine implements DecisionHost {
     if (d.cacheKey === '') return decided;
     // An administrative lock (a trailing 'L') is not kept here: an unlock in another process must reach this one
     // at its next request. A lockout()'s own lockout is, like any rejection: an attacker on it costs Redis nothing.
-    if (
-      !decided.lease.granted &&
-      decided.lease.retryAfterMs! > 0 &&
-      d.permits > 0 &&
-      !reply.endsWith(',L')
-    ) {
+    if (!decided.lease.granted && decided.lease.retryAfterMs! > 0 && d.permits > 0 && !reply.endsWith(',L')) {
       this.blockedUntil.set(d.cacheKey, {
         until: performance.now() + decided.lease.retryAfterMs!,
         lease: decided.lease,
