@@ -8,18 +8,13 @@ import { meanwhileOf, OutageWarnings } from '../../redis/outage.ts';
 import { StoreUnavailableError } from '../../redis/request.ts';
 import type { Script } from '../../redis/script.ts';
 import { telemetry } from '../../telemetry.ts';
-import type { ThrottlerStorageRecord } from './throttler-storage.ts';
+import type { FloodgateThrottlerStorage, ThrottlerStorageRecord } from './throttler-storage.ts';
 
-/** A storage that answers hits in this process (`new FloodgateThrottlerStorage()`): the insurance of an outage. */
-export interface ThrottlerStorageLike {
-  increment(
-    key: string,
-    ttl: number,
-    limit: number,
-    blockDuration: number,
-    throttlerName: string,
-  ): Promise<ThrottlerStorageRecord>;
-}
+/**
+ * A storage that answers hits in this process (`new FloodgateThrottlerStorage()`): the insurance of an outage.
+ * Any object with its `increment` (a ThrottlerStorage of @nestjs/throttler) will do.
+ */
+export type ThrottlerStorageLike = Pick<FloodgateThrottlerStorage, 'increment'>;
 
 /** Options of {@link FloodgateRedisThrottlerStorage}. */
 export interface FloodgateRedisThrottlerStorageOptions {
