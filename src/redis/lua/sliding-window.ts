@@ -4,6 +4,19 @@
  * `s[4 + slot]` mirrors `s[o + 3 + slot]`.
  */
 export const SLIDING_WINDOW = `
+-- Gives up to n permits back to the segment k segments before the current one, if it is still in the window
+-- (a refund and a lease's give-back alike); whether anything changed.
+local function swBack(m, s, n, k)
+  local segments = m.p2
+  if k < 0 or k >= segments then return false end
+  local slot = (s[2] - k) % segments
+  local back = min(n, s[4 + slot])
+  if not (back > 0) then return false end
+  s[4 + slot] = s[4 + slot] - back
+  s[3] = s[3] - back
+  return true
+end
+
 local SW = {
   width = function(m) return 3 + m.p2 end,
   timeBased = true,
@@ -63,30 +76,14 @@ local SW = {
   -- A lease's give-back (op 'g'): unspent permits of the segment that starts at \`mark\`, while it is still in the
   -- window (\`SlidingWindow.refund\` by mark: k segments back from the current one).
   giveBack = function(m, s, n, mark)
-    local segments = m.p2
-    local k = floor((s[1] - mark) / m.seg + 0.5)
-    if k < 0 or k >= segments then return false end
-    local slot = (s[2] - k) % segments
-    local back = min(n, s[4 + slot])
-    if not (back > 0) then return false end
-    s[4 + slot] = s[4 + slot] - back
-    s[3] = s[3] - back
-    return true
+    return swBack(m, s, n, floor((s[1] - mark) / m.seg + 0.5))
   end,
   -- Where a lease taken now is void: the current segment's end.
   leaseEnd = function(m, s) return s[1] + m.seg end,
   -- A refund (op 'r'): the grant's segment leaves the window \`expected\` ms from now, as the client reckons it;
   -- k segments back from the current one, if still in the window.
   refund = function(m, s, n, expected, now)
-    local segments = m.p2
-    local k = floor((s[1] + m.p1 - now - expected) / m.seg + 0.5)
-    if k < 0 or k >= segments then return false end
-    local slot = (s[2] - k) % segments
-    local back = min(n, s[4 + slot])
-    if not (back > 0) then return false end
-    s[4 + slot] = s[4 + slot] - back
-    s[3] = s[3] - back
-    return true
+    return swBack(m, s, n, floor((s[1] + m.p1 - now - expected) / m.seg + 0.5))
   end,
 }
 `;
