@@ -37,7 +37,7 @@ for (const name of Object.keys(adapters)) {
 }
 
 describe('keys own their text', () => {
-  test('heap per partition with a 15 KB X-Forwarded-For is within 1.2x of a short one', () => {
+  test('heap per partition with a 15 KB X-Forwarded-For is within 2x of a short one', () => {
     v8.setFlagsFromString('--expose-gc');
     const gc = vm.runInNewContext('gc') as () => void;
     const key = clientIp({ trustedProxies: ['10.0.0.0/8'] });
@@ -68,8 +68,10 @@ describe('keys own their text', () => {
     const median = (values: number[]) => values.sort((a, b) => a - b)[2];
     const short = median(shorts);
     const padded = median(paddeds);
+    // 2x, not 1.2x: medians of 4 000 partitions still moved 55 → 67 B between clean-clone runs, while a key that
+    // kept its header alive is ×150.
     assert.ok(
-      padded <= short * 1.2,
+      padded <= short * 2,
       `${padded.toFixed(0)} B per partition padded, ${short.toFixed(0)} B short`,
     );
   });
