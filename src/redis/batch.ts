@@ -6,6 +6,20 @@
 export const BATCH_TARGET_MS = 50;
 
 /**
+ * A token bucket's batch lives this long from its take (on this process's clock from when the take was sent;
+ * Redis keeps the holder's record as long from when it ran the take): a crashed or frozen process's reserve
+ * comes back to the fleet after it.
+ */
+export const BUCKET_HOLD_MS = 1000;
+
+/**
+ * The share of a token bucket's limit that all processes' batches may hold together (floored: a bucket of fewer
+ * than 100 tokens leases no spare token, each take is its request's own). What a fleet admits over any span is
+ * at most what the bucket allows plus this.
+ */
+export const BUCKET_RESERVE = 0.01;
+
+/**
  * Permits this process took from Redis for one key of a leased limiter (`leases: true`), spent here without
  * Redis until the window (a sliding window's segment) they were taken in ends. Pure arithmetic on the clock
  * values it is given (the store's test clock or `performance.now()`): the engine sends and receives, this class

@@ -8,7 +8,7 @@ import type { ScriptRunner } from './client.ts';
 import { Decision, type DecisionHost } from './decision.ts';
 import { Dispatcher } from './dispatcher.ts';
 import { unavailableAnswer } from './fallback.ts';
-import { Leases } from './leases.ts';
+import { Leases, leasesDecide } from './leases.ts';
 import type { ResolvedOptions } from './options.ts';
 import { meanwhileOf, OutageWarnings } from './outage.ts';
 import {
@@ -71,6 +71,9 @@ export class Engine implements DecisionHost {
       clock: clock ? () => clock.now() : () => performance.now(),
       now: () => this.now(),
       resolutionMs: clock ? 0 : 1,
+      holder: this.leasePrefix,
+      specOf: (spec) => this.specOf(spec),
+      refund: (m, permits) => this.refundOp(m, permits, 0, false),
       encodeArgs: (args, binding, op, permits, lease, now) =>
         this.encodeArgs(args, binding, op, permits, lease, false, now),
       send: (request) => this.dispatcher.send(request),
@@ -137,7 +140,7 @@ export class Engine implements DecisionHost {
     asLease: boolean,
   ): Promise<Decided | Lease> {
     // A lone leased member decides from its batch (a chain, or a request behind local waiters, asks Redis).
-    if (binding.members.length === 1 && binding.members[0].leased && !blockedFirst) {
+    if (binding.members.length === 1 && leasesDecide(binding.members[0], permits) && !blockedFirst) {
       return this.leases.decide(binding, op, permits, reason, asLease);
     }
     const cacheKey = this.options.cacheBlocked ? binding.members.map((m) => m.key).join('\n') : '';

@@ -1,6 +1,7 @@
 import { Lease } from '../limiters/lease.ts';
 import { BATCH_TARGET_MS, Batch } from './batch.ts';
 import type { Binding, BoundMember, Decided } from './binding.ts';
+import { encodeRequest, type MemberCall } from './protocol.ts';
 import { RedisRefundableLease, type SettleSender } from './refund.ts';
 import type { Request, StoreUnavailableError } from './request.ts';
 
@@ -15,6 +16,12 @@ export interface LeaseHost {
    * test clock's exact value (0). A batch ends this much before the window end the script answered.
    */
   readonly resolutionMs: number;
+  /** This process's name among a token bucket's holders (one per store). */
+  readonly holder: string;
+  /** The settings string of a limiter spec (`Engine.specOf`). */
+  specOf(spec: BoundMember['spec']): string;
+  /** Refunds a token bucket's leased grant to Redis (op `r`): a bucket's batch never grows past its take. */
+  refund(member: BoundMember, permits: number): void;
   /** Appends a request's arguments (`Engine.encodeArgs`). */
   encodeArgs(
     args: string[],
@@ -50,6 +57,11 @@ interface Entry {
   batch: Batch;
   member: BoundMember;
   binding: Binding;
+  /**
+   * A token bucket's holders key (see `lua/bucket-lease.ts`), undefined for a window: a bucket's take and
+   * give-back name it too.
+   */
+  holders: string | undefined;
   /** Decisions waiting for the take in flight (undefined: none in flight). */
   waiting: Waiter[] | undefined;
 }
@@ -81,7 +93,13 @@ export class Leases {
     let entry = this.entries.get(m.key);
     if (entry === undefined) {
       if (this.entries.size >= MAX_ENTRIES) this.evictOldest();
-      entry = { batch: new Batch(m.spec.algorithm.limit), member: m, binding, waiting: undefined };
+      entry = {
+        batch: new Batch(m.spec.algorithm.limit),
+        member: m,
+        binding,
+        holders: holdersKey(m),
+        waiting: undefined,
+      };
       this.entries.set(m.key, entry);
     } else if (entry.member.spec !== m.spec) {
       // A tier changed: the batch was taken under other settings.
@@ -89,6 +107,7 @@ export class Leases {
       entry.batch = new Batch(m.spec.algorithm.limit);
       entry.member = m;
       entry.binding = binding;
+      entry.holders = holdersKey(m);
     }
     const w: Waiter = { permits, op, reason, asLease, resolve: noop };
     if (entry.waiting !== undefined) {
@@ -178,12 +197,21 @@ export class Leases {
   private take(entry: Entry, need: number, now: number): void {
     const want = entry.batch.want(need === 0 ? 1 : need, now);
     const args: string[] = [];
-    this.host.encodeArgs(args, entry.binding, 'l', want, String(need === 0 ? 1 : need), this.host.now());
     const key = entry.member.key;
+    const holders = entry.holders;
+    if (holders === undefined) {
+      this.host.encodeArgs(args, entry.binding, 'l', want, String(need === 0 ? 1 : need), this.host.now());
+    } else {
+      // A bucket's batch goes back with the take (its record then counts this take's grant alone).
+      this.bucketArgs(args, entry, holders, 'l', want, String(need), entry.batch.takeAll()?.permits ?? 0);
+    }
     let answered = false;
     this.host.send({
       key,
-      keysTo: (out) => out.push(key),
+      keysTo: (out) => {
+        out.push(key);
+        if (holders !== undefined) out.push(holders);
+      },
       argsTo: (out) => {
         for (const a of args) out.push(a);
       },
@@ -197,10 +225,11 @@ export class Leases {
         answered = true;
         this.failed(entry, error);
       },
-      // Answered after its deadline (onUnavailable answered): what it took was never spent here.
+      // Answered after its deadline (onUnavailable answered): what it took was never spent here. (A bucket's is
+      // forfeit: its record may already count a later take, which a give-back would discount.)
       late: (reply) => {
         const f = reply.split(',');
-        if (f[0] === '1') this.giveBack(entry, { permits: Number(f[1]), mark: f[4] });
+        if (f[0] === '1' && holders === undefined) this.giveBack(entry, { permits: Number(f[1]), mark: f[4] });
       },
     });
   }
@@ -254,6 +283,10 @@ export class Leases {
 
   /** A local grant refunded: into the batch while it is live, else given back to its window (segment). */
   private refund(entry: Entry, permits: number, mark: string): void {
+    if (entry.holders !== undefined) {
+      this.host.refund(entry.member, permits);
+      return;
+    }
     if (
       this.entries.get(entry.member.key) === entry &&
       entry.batch.refund(permits, mark, this.host.clock())
@@ -266,18 +299,46 @@ export class Leases {
   private giveBack(entry: Entry, back: { permits: number; mark: string } | undefined): void {
     if (back === undefined || back.permits <= 0) return;
     const args: string[] = [];
-    this.host.encodeArgs(args, entry.binding, 'g', back.permits, back.mark, this.host.now());
     const key = entry.member.key;
-    // A failure leaves the permits counted until their window (segment) leaves: never an over-admission.
+    const holders = entry.holders;
+    if (holders === undefined) {
+      this.host.encodeArgs(args, entry.binding, 'g', back.permits, back.mark, this.host.now());
+    } else {
+      this.bucketArgs(args, entry, holders, 'g', back.permits, '0', back.permits);
+    }
+    // A failure leaves the permits counted until their window (segment) leaves, a bucket's until its record
+    // expires: never an over-admission.
     this.host.send({
       key,
-      keysTo: (out) => out.push(key),
+      keysTo: (out) => {
+        out.push(key);
+        if (holders !== undefined) out.push(holders);
+      },
       argsTo: (out) => {
         for (const a of args) out.push(a);
       },
       answer: noop,
       fail: noop,
     });
+  }
+
+  /** A bucket's take or give-back: the bucket (`need`), then its holders (`holder:back`). */
+  private bucketArgs(
+    args: string[],
+    entry: Entry,
+    holders: string,
+    op: 'l' | 'g',
+    permits: number,
+    need: string,
+    back: number,
+  ): void {
+    const m = entry.member;
+    const spec = this.host.specOf(m.spec);
+    const calls: MemberCall[] = [
+      { key: m.key, spec, origin: m.origin, blocked: false, lease: need },
+      { key: holders, spec, origin: '', blocked: false, lease: `${this.host.holder}:${back}` },
+    ];
+    encodeRequest(args, op, permits, this.host.now(), calls);
   }
 
   /** Every `BATCH_TARGET_MS` while a batch holds permits: those unused since the last sweep go back. */
@@ -312,3 +373,26 @@ export class Leases {
 }
 
 function noop(): void {}
+
+/**
+ * Whether `leases` decides a request of `permits` on `m`: a token bucket's probe (0 permits) is asked of Redis,
+ * since a batch taken for it would hold tokens no request spent.
+ */
+export function leasesDecide(m: BoundMember, permits: number): boolean {
+  return m.leased && (permits > 0 || !isBucket(m));
+}
+
+function isBucket(m: BoundMember): boolean {
+  const twin = m.spec.algorithm.remote?.twin;
+  return twin === 'tb' || twin === 'tc';
+}
+
+/**
+ * A token bucket's holders key: the member's key with a newline before its hash tag, so in the same Cluster slot
+ * and never a member's key (those have the store's prefix, which has no braces, right before the tag).
+ */
+function holdersKey(m: BoundMember): string | undefined {
+  if (!isBucket(m)) return undefined;
+  const i = m.key.indexOf('{');
+  return `${m.key.slice(0, i)}\n${m.key.slice(i)}`;
+}

@@ -20,7 +20,7 @@ export interface RedisLimiterOptions {
   name: string;
   /** The Redis Cluster hash tag of its key. Default: the name. Members of one chain need the same tag. */
   hashTag?: string;
-  /** Leased decisions (fixed and sliding windows): see {@link RedisPartitionedOptions.leases}. Default false. */
+  /** Leased decisions (windows and token buckets): see {@link RedisPartitionedOptions.leases}. Default false. */
   leases?: boolean;
 }
 
@@ -45,11 +45,13 @@ export interface RedisPartitionedOptions<R> {
    */
   hashTag?: (key: string) => string;
   /**
-   * Leased decisions, for fixed and sliding windows: each process takes a batch of permits for a key from Redis in
-   * one command (sized to its demand) and decides from it locally until the window — a sliding window's segment —
-   * it was taken in ends; a key Redis rejected is rejected locally until its retry time. No window ever admits
-   * more than the limit across all processes; `remaining` is the fleet's as this process last heard it. Decided
-   * alone only: in a chain a leased limiter is decided on Redis as today. Default false.
+   * Leased decisions, for fixed and sliding windows and token buckets: each process takes a batch of permits for a
+   * key from Redis in one command (sized to its demand) and decides from it locally until the window — a sliding
+   * window's segment — it was taken in ends (a bucket's batch: for a second at most); a key Redis rejected is
+   * rejected locally until its retry time. No window ever admits more than the limit across all processes; a
+   * token bucket admits over any span at most what it allows plus 1 % of `tokenLimit` (floored), the most all
+   * batches may hold together. `remaining` is the fleet's as this process last heard it. Decided alone only: in
+   * a chain a leased limiter is decided on Redis as today. Default false.
    */
   leases?: boolean;
 }
@@ -451,7 +453,7 @@ export function checkSpec(where: string, spec: unknown): asserts spec is Limiter
 }
 
 /**
- * The `leases` option: a boolean, and only for a fixed or sliding window that does not count rejections (a
+ * The `leases` option: a boolean, and only for a fixed or sliding window or a token bucket that does not count rejections (a
  * rejection decided locally could not be charged). `spec` undefined: tiers, checked per key.
  */
 function checkLeases(where: string, leases: unknown, spec: LimiterSpec | undefined): boolean {
@@ -459,9 +461,9 @@ function checkLeases(where: string, leases: unknown, spec: LimiterSpec | undefin
   if (leases !== true) throw new TypeError(`${where}: leases must be a boolean; got ${describe(leases)}`);
   if (spec === undefined) return true;
   const twin = spec.algorithm.remote?.twin;
-  if (twin !== 'fw' && twin !== 'sw') {
+  if (twin !== 'fw' && twin !== 'sw' && twin !== 'tb' && twin !== 'tc') {
     throw new TypeError(
-      `${where}: leases are for fixedWindow(...) and slidingWindow(...); got ${JSON.stringify(spec.algorithm.kind)}`,
+      `${where}: leases are for fixedWindow(...), slidingWindow(...) and tokenBucket(...); got ${JSON.stringify(spec.algorithm.kind)}`,
     );
   }
   if (spec.options.countRejected) {

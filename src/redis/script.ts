@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ADMIN } from './lua/admin.ts';
+import { BUCKET_LEASE } from './lua/bucket-lease.ts';
 import { CONCURRENCY } from './lua/concurrency.ts';
 import { DECIDE } from './lua/decide.ts';
 import { FIXED_WINDOW } from './lua/fixed-window.ts';
@@ -41,6 +42,7 @@ export const DECIDE_SCRIPT: Script = script(
     CONCURRENCY,
     LOCKOUT,
     GENERAL,
+    BUCKET_LEASE,
     PAIR_CHAIN,
     ADMIN,
     DECIDE,

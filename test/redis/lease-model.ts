@@ -64,3 +64,85 @@ export class LeaseModelStore {
     return this.algorithm.limit - this.algorithm.available(this.s, 0);
   }
 }
+
+/**
+ * Redis's side of a token bucket's lease ops (`lua/bucket-lease.ts`), over the memory `TokenBucket`: the bucket
+ * and its holders' records (`extra` tokens a holder's batch may still hold, live until `expiry`). `reserve` is
+ * the most all records may hold together (the Lua's is 1 % of the limit; the model takes any).
+ */
+export class BucketLeaseModel {
+  readonly s: Float64Array;
+  started = false;
+  /** The bucket's first stamp: stepped refills land at it plus whole periods. */
+  anchor = 0;
+  readonly holders = new Map<string, { extra: number; expiry: number }>();
+
+  constructor(
+    readonly algorithm: Algorithm,
+    readonly reserve: number,
+    readonly holdMs: number,
+  ) {
+    this.s = new Float64Array(algorithm.width);
+  }
+
+  private at(now: number): void {
+    if (!this.started) {
+      this.algorithm.init(this.s, 0, now);
+      this.started = true;
+      this.anchor = now;
+    }
+    this.algorithm.advance(this.s, 0, now);
+  }
+
+  /** The others' live extras, and this holder's own (expired records dropped). */
+  private records(now: number, id: string): { others: number; mine: number } {
+    let others = 0;
+    let mine = 0;
+    for (const [h, r] of this.holders) {
+      if (r.expiry <= now) this.holders.delete(h);
+      else if (h === id) mine = r.extra;
+      else others += r.extra;
+    }
+    return { others, mine };
+  }
+
+  /** Hands `back` tokens in (credited up to the holder's live record); then, for a take, grants a batch. */
+  op(now: number, id: string, back: number, take?: { want: number; need: number }): TakeReply | undefined {
+    const a = this.algorithm;
+    const { others, mine: held } = this.records(now, id);
+    this.at(now);
+    const credited = Math.min(back, held);
+    let mine = held - credited;
+    if (credited > 0) a.refund(this.s, 0, credited, 0);
+    let reply: TakeReply | undefined;
+    if (take !== undefined) {
+      mine = 0;
+      const available = a.available(this.s, 0);
+      if (available >= take.need) {
+        const spare = Math.max(0, this.reserve - others);
+        const n = Math.max(take.need, Math.min(take.want, available, take.need + spare));
+        a.take(this.s, 0, n);
+        mine = n - take.need;
+        reply = {
+          granted: true,
+          permits: n,
+          mark: '',
+          endMs: this.holdMs,
+          resetMs: a.resetAfter(this.s, 0, now),
+          remaining: Math.max(0, a.available(this.s, 0)),
+        };
+      } else {
+        reply = { granted: false, retryMs: a.retryAfter(this.s, 0, now, take.need) };
+      }
+    }
+    if (mine > 0) this.holders.set(id, { extra: mine, expiry: now + this.holdMs });
+    else this.holders.delete(id);
+    return reply;
+  }
+
+  /** A strict refund (op `r`): the tokens back, never above the limit. */
+  refund(now: number, n: number): void {
+    this.at(now);
+    this.algorithm.refund(this.s, 0, n, 0);
+  }
+}

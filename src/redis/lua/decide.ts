@@ -17,7 +17,8 @@
  *   lease's own entry, in `decideBatch`), `r` refund a time-based grant (each member's `lease` is the grant's
  *   reset time from now, as the client reckons it), `l` take a lease's batch (`permits` wanted, `lease` the
  *   permits needed; granted `1,granted,remaining,reset,mark,endMs`), `g` give a batch's unspent permits back
- *   (`lease` its mark; answers ''), `s` settle a time-based grant (each member's `lease` is `delta:expected`:
+ *   (`lease` its mark; answers ''), a token bucket's take and give-back with its holders' key as a second
+ *   member (`bucket-lease.ts`), `s` settle a time-based grant (each member's `lease` is `delta:expected`:
  *   `delta` more charged, past the limit if need be, or `−delta` given back as a refund).
  * - reply: one string, requests separated by ';', a request's fields by ',' — granted `1,remaining₁,reset₁,…`;
  *   rejected `0,index,retryAfter,chainRetryAfter,remaining,resetAfter`; peek `available₁,…`; release and renew
@@ -231,6 +232,11 @@ local function decideBatch(KEYS, ARGV)
         keyi = keyi + 1
       end
       out[r] = ''
+    elseif count == 2 and (op == 'l' or op == 'g') then
+      -- A token bucket's lease op: the bucket and its holders (see \`bucket-lease.ts\`).
+      out[r] = bucketLease(op, permits, spec(ARGV[argi]), KEYS[keyi], KEYS[keyi + 1], ARGV[argi + 1], ARGV[argi + 3], ARGV[argi + 7], now)
+      argi = argi + 8
+      keyi = keyi + 2
     elseif ADMIN[op] then
       out[r] = admin(op, permits, spec(ARGV[argi]), KEYS[keyi], ARGV[argi + 1], ARGV[argi + 3], now)
       argi = argi + 4
