@@ -229,7 +229,8 @@ export class Leases {
       // forfeit: its record may already count a later take, which a give-back would discount.)
       late: (reply) => {
         const f = reply.split(',');
-        if (f[0] === '1' && holders === undefined) this.giveBack(entry, { permits: Number(f[1]), mark: f[4] });
+        if (f[0] === '1' && holders === undefined)
+          this.giveBack(entry, { permits: Number(f[1]), mark: f[4] });
       },
     });
   }

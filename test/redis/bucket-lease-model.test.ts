@@ -49,11 +49,23 @@ const HOLD_MS = 500;
 function event(periodMs: number): fc.Arbitrary<Event> {
   const p = fc.integer({ min: 0, max: PROCESSES - 1 });
   return fc.oneof(
-    { weight: 1, arbitrary: fc.integer({ min: 0, max: HOLD_MS * 2 }).map((ms) => ({ e: 'advance' as const, ms })) },
-    { weight: 2, arbitrary: fc.integer({ min: 0, max: periodMs }).map((ms) => ({ e: 'advance' as const, ms })) },
+    {
+      weight: 1,
+      arbitrary: fc.integer({ min: 0, max: HOLD_MS * 2 }).map((ms) => ({ e: 'advance' as const, ms })),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.integer({ min: 0, max: periodMs }).map((ms) => ({ e: 'advance' as const, ms })),
+    },
     { weight: 2, arbitrary: fc.integer({ min: 0, max: 3 }).map((ms) => ({ e: 'advance' as const, ms })) },
-    { weight: 12, arbitrary: fc.record({ e: fc.constant('decide' as const), p, n: fc.integer({ min: 1, max: 3 }) }) },
-    { weight: 3, arbitrary: fc.record({ e: fc.constant('burst' as const), p, k: fc.integer({ min: 2, max: 30 }) }) },
+    {
+      weight: 12,
+      arbitrary: fc.record({ e: fc.constant('decide' as const), p, n: fc.integer({ min: 1, max: 3 }) }),
+    },
+    {
+      weight: 3,
+      arbitrary: fc.record({ e: fc.constant('burst' as const), p, k: fc.integer({ min: 2, max: 30 }) }),
+    },
     { weight: 6, arbitrary: fc.record({ e: fc.constant('exec' as const), p }) },
     { weight: 6, arbitrary: fc.record({ e: fc.constant('receive' as const), p }) },
     { weight: 1, arbitrary: fc.record({ e: fc.constant('idle' as const), p }) },
@@ -117,7 +129,8 @@ function run(bucket: TokenBucket, reserve: number, events: Event[], offsets: num
       // k decisions of one token at this instant, each take run and answered at once: a hot process.
       const p = ev.p;
       const burst: Event[] = [];
-      for (let i = 0; i < ev.k; i++) burst.push({ e: 'decide', p, n: 1 }, { e: 'exec', p }, { e: 'receive', p });
+      for (let i = 0; i < ev.k; i++)
+        burst.push({ e: 'decide', p, n: 1 }, { e: 'exec', p }, { e: 'receive', p });
       queue.unshift(...burst);
       continue;
     }
@@ -204,7 +217,10 @@ const cases: [string, TokenBucket, number][] = [
 ];
 
 for (const [name, bucket, reserve] of cases) {
-  const offsets = fc.array(fc.integer({ min: -1e6, max: 1e6 }), { minLength: PROCESSES, maxLength: PROCESSES });
+  const offsets = fc.array(fc.integer({ min: -1e6, max: 1e6 }), {
+    minLength: PROCESSES,
+    maxLength: PROCESSES,
+  });
 
   test(`token bucket (${name}): any interleaving of takes, give-backs, refunds, refills, freezes and crashes admits ≤ what the bucket allows + the reserve (${reserve}) over any span`, () => {
     fc.assert(

@@ -108,7 +108,8 @@ test(`token bucket: ${WORKERS} processes on one leased bucket, one SIGSTOPped pa
       'no decision fell back to onUnavailable',
     );
   } finally {
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    for (const child of children)
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
   const grants: [number, number][] = [];
   for (const f of files) {

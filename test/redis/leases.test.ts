@@ -385,12 +385,19 @@ test('onUnavailable answers a take Redis cannot serve', async () => {
   broken.disconnect();
 });
 
-test('leases: a boolean, for fixed and sliding windows that do not count rejections', () => {
+test('leases: a boolean, for windows and token buckets that do not count rejections', () => {
   const name = uniqueName();
   assert.throws(
+    () => store.limiter(concurrency({ permitLimit: 2 }), { name, leases: true }),
+    /store\.limiter: leases are for fixedWindow\(\.\.\.\), slidingWindow\(\.\.\.\) and tokenBucket\(\.\.\.\); got "concurrency"/,
+  );
+  assert.throws(
     () =>
-      store.limiter(tokenBucket({ tokenLimit: 5, tokensPerPeriod: 1, period: 1000 }), { name, leases: true }),
-    /store\.limiter: leases are for fixedWindow\(\.\.\.\) and slidingWindow\(\.\.\.\); got "token-bucket"/,
+      store.limiter(tokenBucket({ tokenLimit: 5, tokensPerPeriod: 1, period: 1000, countRejected: true }), {
+        name,
+        leases: true,
+      }),
+    /countRejected must be false/,
   );
   assert.throws(
     () =>
@@ -419,10 +426,8 @@ test('leases: a boolean, for fixed and sliding windows that do not count rejecti
     name,
     key: (k: string) => k,
     limiter: (k) =>
-      k === 'bucket'
-        ? tokenBucket({ tokenLimit: 5, tokensPerPeriod: 1, period: 1000 })
-        : fixedWindow({ permitLimit: 5, window: 1000 }),
+      k === 'jobs' ? concurrency({ permitLimit: 5 }) : fixedWindow({ permitLimit: 5, window: 1000 }),
     leases: true,
   });
-  return assert.rejects(tiers.tryAcquire('bucket'), /limiter\("bucket"\): leases are for/);
+  return assert.rejects(tiers.tryAcquire('jobs'), /limiter\("jobs"\): leases are for/);
 });
