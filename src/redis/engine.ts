@@ -8,9 +8,10 @@ import type { ScriptRunner } from './client.ts';
 import { Decision, type DecisionHost } from './decision.ts';
 import { Dispatcher } from './dispatcher.ts';
 import { unavailableAnswer } from './fallback.ts';
-import { Leases, leasesDecide } from './leases.ts';
+import { type LeaseHost, Leases, leasesDecide } from './leases.ts';
 import type { ResolvedOptions } from './options.ts';
 import { meanwhileOf, OutageWarnings } from './outage.ts';
+import { PermitLeases } from './permit-leases.ts';
 import {
   type AdminOp,
   decodeNumber,
@@ -33,6 +34,8 @@ export class Engine implements DecisionHost {
   private readonly answers: Answers;
   /** The batches of leased limiters' keys (`leases: true`). */
   private readonly leases: Leases;
+  /** The permits of leased concurrency limiters' keys. */
+  private readonly permitLeases: PermitLeases;
   /** Decisions answered by `onUnavailable`: Redis failed or was late, or was skipped after a failure. */
   unavailable = 0;
   /**
@@ -67,7 +70,7 @@ export class Engine implements DecisionHost {
       (parts) => this.settleOp(parts),
     );
     const clock = options.clock;
-    this.leases = new Leases({
+    const host: LeaseHost = {
       clock: clock ? () => clock.now() : () => performance.now(),
       now: () => this.now(),
       resolutionMs: clock ? 0 : 1,
@@ -86,7 +89,10 @@ export class Engine implements DecisionHost {
       answered: (binding) => {
         if (this.outage.outage) this.outage.answered(this.scopeOf(binding));
       },
-    });
+      released: (key) => this.options.onRelease(key),
+    };
+    this.leases = new Leases(host);
+    this.permitLeases = new PermitLeases(host, options.leaseTtlMs);
   }
 
   /** `now` as the script should read it: the test clock's value, or '' for Redis `TIME`. */
@@ -141,6 +147,9 @@ export class Engine implements DecisionHost {
   ): Promise<Decided | Lease> {
     // A lone leased member decides from its batch (a chain, or a request behind local waiters, asks Redis).
     if (binding.members.length === 1 && leasesDecide(binding.members[0], permits) && !blockedFirst) {
+      if (!binding.members[0].spec.algorithm.timeBased) {
+        return this.permitLeases.decide(binding, op, permits, reason, asLease);
+      }
       return this.leases.decide(binding, op, permits, reason, asLease);
     }
     const cacheKey = this.options.cacheBlocked ? binding.members.map((m) => m.key).join('\n') : '';

@@ -41,10 +41,12 @@ export interface LeaseHost {
   readonly settle: SettleSender;
   /** Redis answered for `binding`: the end of an outage, if one was under way (the recovery warning). */
   answered(binding: Binding): void;
+  /** A concurrency permit came back on `key` here: its local waiters may ask again. */
+  released(key: string): void;
 }
 
 /** A decision waiting for its key's take to come back. */
-interface Waiter {
+export interface Waiter {
   permits: number;
   op: 't' | 'w';
   reason: string;
@@ -373,14 +375,14 @@ export class Leases {
   }
 }
 
-function noop(): void {}
+export function noop(): void {}
 
 /**
- * Whether `leases` decides a request of `permits` on `m`: a token bucket's probe (0 permits) is asked of Redis,
- * since a batch taken for it would hold tokens no request spent.
+ * Whether the leases decide a request of `permits` on `m`: a token bucket's or a concurrency limiter's probe
+ * (0 permits) is asked of Redis, since a batch taken for it would hold permits no request spent.
  */
 export function leasesDecide(m: BoundMember, permits: number): boolean {
-  return m.leased && (permits > 0 || !isBucket(m));
+  return m.leased && (permits > 0 || !(isBucket(m) || m.spec.algorithm.remote?.twin === 'cc'));
 }
 
 function isBucket(m: BoundMember): boolean {

@@ -461,9 +461,9 @@ function checkLeases(where: string, leases: unknown, spec: LimiterSpec | undefin
   if (leases !== true) throw new TypeError(`${where}: leases must be a boolean; got ${describe(leases)}`);
   if (spec === undefined) return true;
   const twin = spec.algorithm.remote?.twin;
-  if (twin !== 'fw' && twin !== 'sw' && twin !== 'tb' && twin !== 'tc') {
+  if (twin !== 'fw' && twin !== 'sw' && twin !== 'tb' && twin !== 'tc' && twin !== 'cc') {
     throw new TypeError(
-      `${where}: leases are for fixedWindow(...), slidingWindow(...) and tokenBucket(...); got ${JSON.stringify(spec.algorithm.kind)}`,
+      `${where}: leases are for fixedWindow(...), slidingWindow(...), tokenBucket(...) and concurrency(...); got ${JSON.stringify(spec.algorithm.kind)}`,
     );
   }
   if (spec.options.countRejected) {

@@ -7,6 +7,7 @@ import { FIXED_WINDOW } from './lua/fixed-window.ts';
 import { GENERAL } from './lua/general.ts';
 import { LOCKOUT } from './lua/lockout.ts';
 import { PAIR_CHAIN } from './lua/pair-chain.ts';
+import { PERMIT_LEASE } from './lua/permit-lease.ts';
 import { PRELUDE } from './lua/prelude.ts';
 import { SLIDING_WINDOW } from './lua/sliding-window.ts';
 import { TOKEN_BUCKET } from './lua/token-bucket.ts';
@@ -43,6 +44,7 @@ export const DECIDE_SCRIPT: Script = script(
     LOCKOUT,
     GENERAL,
     BUCKET_LEASE,
+    PERMIT_LEASE,
     PAIR_CHAIN,
     ADMIN,
     DECIDE,

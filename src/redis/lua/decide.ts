@@ -18,7 +18,7 @@
  *   reset time from now, as the client reckons it), `l` take a lease's batch (`permits` wanted, `lease` the
  *   permits needed; granted `1,granted,remaining,reset,mark,endMs`), `g` give a batch's unspent permits back
  *   (`lease` its mark; answers ''), a token bucket's take and give-back with its holders' key as a second
- *   member (`bucket-lease.ts`), `s` settle a time-based grant (each member's `lease` is `delta:expected`:
+ *   member (`bucket-lease.ts`), a concurrency limiter's on this process's entry (`permit-lease.ts`), `s` settle a time-based grant (each member's `lease` is `delta:expected`:
  *   `delta` more charged, past the limit if need be, or `−delta` given back as a refund).
  * - reply: one string, requests separated by ';', a request's fields by ',' — granted `1,remaining₁,reset₁,…`;
  *   rejected `0,index,retryAfter,chainRetryAfter,remaining,resetAfter`; peek `available₁,…`; release and renew
@@ -237,6 +237,11 @@ local function decideBatch(KEYS, ARGV)
       out[r] = bucketLease(op, permits, spec(ARGV[argi]), KEYS[keyi], KEYS[keyi + 1], ARGV[argi + 1], ARGV[argi + 3], ARGV[argi + 7], now)
       argi = argi + 8
       keyi = keyi + 2
+    elseif (op == 'l' or op == 'g') and spec(ARGV[argi]).cc then
+      -- A concurrency limiter's lease op: this process's entry (see \`permit-lease.ts\`).
+      out[r] = permitLease(op, permits, spec(ARGV[argi]), KEYS[keyi], ARGV[argi + 3], now)
+      argi = argi + 4
+      keyi = keyi + 1
     elseif ADMIN[op] then
       out[r] = admin(op, permits, spec(ARGV[argi]), KEYS[keyi], ARGV[argi + 1], ARGV[argi + 3], now)
       argi = argi + 4
