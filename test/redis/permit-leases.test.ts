@@ -34,7 +34,7 @@ async function calls(): Promise<number> {
 
 /** The permits Redis counts as held on `key` (live entries). */
 async function heldInRedis(key: string): Promise<number> {
-  const entries = await client.zrange(key, 0, -1);
+  const entries = await client.zrange(key, '0', '-1');
   return entries.reduce((n, e) => n + Number(e.split(':')[0]), 0);
 }
 
@@ -94,7 +94,7 @@ test("an entry not renewed expires after its TTL: a dead process's permits come 
   assert.equal((await b.tryAcquire()).granted, false, 'held by the dead process');
   await sleep(350);
   assert.equal((await b.tryAcquire()).granted, true, 'back after the TTL');
-  assert.deepEqual(await client.zrange(key, 0, -1), [`1:${holderOf(store)}/b`], 'the dead entry is gone');
+  assert.deepEqual(await client.zrange(key, '0', '-1'), [`1:${holderOf(store)}/b`], 'the dead entry is gone');
 });
 
 test('a held entry is renewed while its permits are in use', async () => {
