@@ -44,6 +44,8 @@ export class Batch {
   fleet = 0;
   /** Rejected by Redis until then (this process's clock): decided here as rejected, with no call. */
   deniedUntil = Number.NEGATIVE_INFINITY;
+  /** The permits the rejection was for: a request for another count asks Redis (its retry time differs). */
+  deniedNeed = 0;
   /** The next batch's size. */
   size = 1;
   /** Permits spent since the last take, and when that take was sent: the demand that sizes the next one. */
@@ -64,8 +66,8 @@ export class Batch {
   }
 
   /** Whether `now` is inside a rejection Redis answered: decided here, rejected. */
-  denied(now: number): boolean {
-    return now < this.deniedUntil;
+  denied(now: number, n = this.deniedNeed): boolean {
+    return now < this.deniedUntil && n === this.deniedNeed;
   }
 
   /**
@@ -109,9 +111,10 @@ export class Batch {
     return back;
   }
 
-  /** Redis rejected the take: rejected here until `retryMs` after the answer came (`now`). */
-  rejected(retryMs: number, now: number): void {
+  /** Redis rejected a take for `need`: rejected here until `retryMs` after the answer came (`now`). */
+  rejected(retryMs: number, now: number, need = 1): void {
     this.deniedUntil = now + retryMs;
+    this.deniedNeed = need;
   }
 
   /**

@@ -218,7 +218,15 @@ export class Engine implements DecisionHost {
       binding.members.map((m) => m.key),
       args,
     );
-    return reply.split(',').map((v) => decodeNumber(v) ?? 0);
+    const available = reply.split(',').map((v) => decodeNumber(v) ?? 0);
+    // What this process holds free in its batches is counted in Redis as taken, yet still available here.
+    for (let i = 0; i < binding.members.length; i++) {
+      const m = binding.members[i];
+      if (!m.leased) continue;
+      const at = this.options.clock ? this.options.clock.now() : performance.now();
+      available[i] += this.leases.free(m.key, at) + this.permitLeases.free(m.key, at);
+    }
+    return available;
   }
 
   /**

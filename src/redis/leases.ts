@@ -135,7 +135,7 @@ export class Leases {
   private local(entry: Entry, w: Waiter, now: number): Decided | Lease | undefined {
     const batch = entry.batch;
     const need = w.permits === 0 ? 1 : w.permits;
-    if (batch.denied(now)) return this.rejected(entry, w, batch.deniedUntil - now, now);
+    if (batch.denied(now, need)) return this.rejected(entry, w, batch.deniedUntil - now, now);
     if (w.permits === 0) {
       // A probe: whether a permit is here or would be (as a try of 0 permits answers), taking none.
       if (batch.permits >= need && now < batch.endsAt) return this.granted(entry, w, 0, now);
@@ -193,6 +193,12 @@ export class Leases {
     });
     // Not `local`: it is Redis's answer (remembered), so a queued request waits for its retry time.
     return w.asLease ? lease : { lease, blocked: 0, local: false };
+  }
+
+  /** Permits this process holds free for `key` (Redis counts them as taken): what `statistics` adds back. */
+  free(key: string, now: number): number {
+    const batch = this.entries.get(key)?.batch;
+    return batch !== undefined && now < batch.endsAt ? batch.permits : 0;
   }
 
   /** Sends a take for `need` permits (and as many more as the demand says), sent at `now`. */
@@ -256,7 +262,11 @@ export class Leases {
       );
       this.startSweeper();
     } else {
-      batch.rejected(Number(f[2]), now);
+      const first = entry.waiting?.[0]?.permits ?? 1;
+      batch.rejected(Number(f[2]), now, first === 0 ? 1 : first);
+      // What Redis said is left for the fleet, and when the key is full again: the rejection's fields.
+      batch.fleet = Number(f[4]);
+      if (f[5] !== '') batch.resetAt = now + Number(f[5]);
     }
     const waiting = entry.waiting ?? [];
     entry.waiting = undefined;
@@ -378,11 +388,11 @@ export class Leases {
 export function noop(): void {}
 
 /**
- * Whether the leases decide a request of `permits` on `m`: a token bucket's or a concurrency limiter's probe
- * (0 permits) is asked of Redis, since a batch taken for it would hold permits no request spent.
+ * Whether the leases decide a request of `permits` on `m`: a probe (0 permits) is asked of Redis, since a batch
+ * taken for it would hold permits no request spent.
  */
 export function leasesDecide(m: BoundMember, permits: number): boolean {
-  return m.leased && (permits > 0 || !(isBucket(m) || m.spec.algorithm.remote?.twin === 'cc'));
+  return m.leased && permits > 0;
 }
 
 function isBucket(m: BoundMember): boolean {

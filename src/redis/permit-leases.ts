@@ -83,6 +83,14 @@ export class PermitLeases {
     });
   }
 
+  /** Permits this process holds free for `key` (Redis counts them as held): what `statistics` adds back. */
+  free(key: string, now: number): number {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return 0;
+    this.lapse(entry, now);
+    return entry.held - entry.inUse;
+  }
+
   /** A grant from the free permits, or undefined when Redis must be asked. */
   private local(entry: Entry, w: Waiter, now: number): Decided | Lease | undefined {
     this.lapse(entry, now);

@@ -13,7 +13,7 @@ import {
   slidingWindow,
   tokenBucket,
 } from '../../src/index.ts';
-import { fields, same, startStore, Twin, uniqueName } from './twin.ts';
+import { fields, leaseOption, same, startStore, Twin, uniqueName } from './twin.ts';
 
 let env: Awaited<ReturnType<typeof startStore>>;
 before(async () => {
@@ -203,8 +203,8 @@ test('chain: a rejection by a later member consumes nothing; the longest wait is
   const [r1, r2] = make();
   const memory = chain(m1, m2);
   const redis = store.chain(
-    store.limiter(r1, { name: uniqueName() }),
-    store.limiter(r2, { name: uniqueName() }),
+    store.limiter(r1, { name: uniqueName(), ...leaseOption(r1) }),
+    store.limiter(r2, { name: uniqueName(), ...leaseOption(r2) }),
   );
   for (let i = 0; i < 4; i++) await same(redis.tryAcquire(), memory.tryAcquire(), `request ${i}`);
   clock.set(150);
@@ -229,6 +229,7 @@ test('leases name their partition key as in memory: partitioned, queued, and eac
     name: uniqueName(),
     key: (ip: string) => `ip:${ip}`,
     limiter: spec(),
+    ...leaseOption(spec()),
   });
   const first = await same(redisPart.tryAcquire('1.2.3.4'), memoryPart.tryAcquire('1.2.3.4'), 'granted');
   assert.equal(first.key, 'ip:1.2.3.4');
@@ -236,7 +237,10 @@ test('leases name their partition key as in memory: partitioned, queued, and eac
   assert.equal((await redisPart.acquire('5.6.7.8')).key, 'ip:5.6.7.8', 'acquire');
   const global = () => fixedWindow({ permitLimit: 5, window: 1000, clock });
   const memory = chain(global(), memoryPart);
-  const redis = store.chain(store.limiter(global(), { name: uniqueName() }), redisPart);
+  const redis = store.chain(
+    store.limiter(global(), { name: uniqueName(), ...leaseOption(global()) }),
+    redisPart,
+  );
   const rejected = await same(redis.tryAcquire('1.2.3.4'), memory.tryAcquire('1.2.3.4'), 'chain rejected');
   assert.equal((rejected as ChainLease).members[0].key, 'ip:1.2.3.4');
   const granted = await same(redis.tryAcquire('9.9.9.9'), memory.tryAcquire('9.9.9.9'), 'chain granted');

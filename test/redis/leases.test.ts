@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import type { Algorithm } from '../../src/algorithms/algorithm.ts';
-import { concurrency, fixedWindow, slidingWindow, tokenBucket } from '../../src/index.ts';
+import { fixedWindow, lockout, slidingWindow, tokenBucket } from '../../src/index.ts';
 import type { LimiterSpec } from '../../src/limiters/rate-limiter.ts';
 import type { Binding } from '../../src/redis/binding.ts';
 import type { Engine } from '../../src/redis/engine.ts';
@@ -102,6 +102,9 @@ async function luaGive(key: string, spec: LimiterSpec, now: number, n: number, m
   engine.encodeArgs(args, binding, 'g', n, mark, false, String(now));
   await engine.dispatcher.request([key], args);
 }
+
+/** A limiter kind that cannot lease. */
+const LOGIN = () => lockout({ failures: 3, within: 60_000, lockFor: 60_000 });
 
 const specs: [string, () => LimiterSpec][] = [
   ['fixed window', () => fixedWindow({ permitLimit: 10, window: 100 })],
@@ -385,11 +388,11 @@ test('onUnavailable answers a take Redis cannot serve', async () => {
   broken.disconnect();
 });
 
-test('leases: a boolean, for windows and token buckets that do not count rejections', () => {
+test('leases: a boolean, for windows, token buckets and concurrency that do not count rejections', () => {
   const name = uniqueName();
   assert.throws(
-    () => store.limiter(concurrency({ permitLimit: 2 }), { name, leases: true }),
-    /store\.limiter: leases are for fixedWindow\(\.\.\.\), slidingWindow\(\.\.\.\) and tokenBucket\(\.\.\.\); got "concurrency"/,
+    () => store.limiter(LOGIN(), { name, leases: true }),
+    /store\.limiter: leases are for fixedWindow\(\.\.\.\), slidingWindow\(\.\.\.\), tokenBucket\(\.\.\.\) and concurrency\(\.\.\.\); got "lockout"/,
   );
   assert.throws(
     () =>
@@ -404,7 +407,7 @@ test('leases: a boolean, for windows and token buckets that do not count rejecti
       store.partitioned({
         name,
         key: (k: string) => k,
-        limiter: concurrency({ permitLimit: 2 }),
+        limiter: LOGIN(),
         leases: true,
       }),
     /store\.partitioned: leases are for/,
@@ -425,8 +428,7 @@ test('leases: a boolean, for windows and token buckets that do not count rejecti
   const tiers = store.partitioned({
     name,
     key: (k: string) => k,
-    limiter: (k) =>
-      k === 'jobs' ? concurrency({ permitLimit: 5 }) : fixedWindow({ permitLimit: 5, window: 1000 }),
+    limiter: (k) => (k === 'jobs' ? LOGIN() : fixedWindow({ permitLimit: 5, window: 1000 })),
     leases: true,
   });
   return assert.rejects(tiers.tryAcquire('jobs'), /limiter\("jobs"\): leases are for/);

@@ -78,6 +78,17 @@ export function uniqueName(): string {
   return `t${names++}`;
 }
 
+/**
+ * The parity suite in lease mode (`conformance-leases.test.ts` sets it): every Redis limiter that can lease is made
+ * with `leases: true`, and must answer as memory does all the same.
+ */
+export const LEASES = process.env.FLOODGATE_TEST_LEASES === '1';
+
+/** `{ leases: true }` in lease mode for a spec that can lease (not `countRejected`), else nothing. */
+export function leaseOption(spec: { options: { countRejected?: boolean } }): { leases?: true } {
+  return LEASES && !spec.options.countRejected ? { leases: true } : {};
+}
+
 /** A memory limiter and its Redis twin, compared on every call. */
 export class Twin {
   readonly memory: RateLimiter;
@@ -87,7 +98,8 @@ export class Twin {
 
   constructor(store: RedisStore, make: () => RateLimiter) {
     this.memory = make();
-    this.redis = store.limiter(make(), { name: uniqueName() });
+    const spec = make();
+    this.redis = store.limiter(spec, { name: uniqueName(), ...leaseOption(spec as never) });
   }
 
   async tryAcquire(permits = 1): Promise<Lease> {
