@@ -53,7 +53,10 @@ function mostAtOnce(intervals: [number, number][], from = Number.NEGATIVE_INFINI
   events.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   let now = 0;
   let most = 0;
-  for (const [, d] of events) most = Math.max(most, (now += d));
+  for (const [, d] of events) {
+    now += d;
+    most = Math.max(most, now);
+  }
   return most;
 }
 
