@@ -20,7 +20,7 @@ export interface RedisLimiterOptions {
   name: string;
   /** The Redis Cluster hash tag of its key. Default: the name. Members of one chain need the same tag. */
   hashTag?: string;
-  /** Leased decisions (windows and token buckets): see {@link RedisPartitionedOptions.leases}. Default false. */
+  /** Leased decisions (windows, token buckets, concurrency): see {@link RedisPartitionedOptions.leases}. Default false. */
   leases?: boolean;
 }
 
@@ -45,13 +45,15 @@ export interface RedisPartitionedOptions<R> {
    */
   hashTag?: (key: string) => string;
   /**
-   * Leased decisions, for fixed and sliding windows and token buckets: each process takes a batch of permits for a
-   * key from Redis in one command (sized to its demand) and decides from it locally until the window — a sliding
-   * window's segment — it was taken in ends (a bucket's batch: for a second at most); a key Redis rejected is
-   * rejected locally until its retry time. No window ever admits more than the limit across all processes; a
-   * token bucket admits over any span at most what it allows plus 1 % of `tokenLimit` (floored), the most all
-   * batches may hold together. `remaining` is the fleet's as this process last heard it. Decided alone only: in
-   * a chain a leased limiter is decided on Redis as today. Default false.
+   * Leased decisions, for fixed and sliding windows, token buckets and concurrency: each process takes a batch of
+   * permits for a key from Redis in one command (sized to its demand) and decides from it locally until the
+   * window — a sliding window's segment — it was taken in ends (a bucket's batch: for a second at most); a key
+   * Redis rejected is rejected locally until its retry time. No window ever admits more than the limit across all
+   * processes; a token bucket admits over any span at most what it allows plus 1 % of `tokenLimit` (floored), the
+   * most all batches may hold together; a concurrency limit's permits held by a process, in use or free, count in
+   * Redis until given back or `leaseTtlMs` after the process stops renewing them. `remaining` is the fleet's as
+   * this process last heard it. Decided alone only: in a chain a leased limiter is decided on Redis as today.
+   * Default false.
    */
   leases?: boolean;
 }
