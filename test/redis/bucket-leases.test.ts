@@ -233,3 +233,23 @@ test("the holders' key shares the bucket's Cluster slot and expires", async () =
   const ttl = await client.pttl(holders);
   assert.ok(ttl > 0 && ttl <= BUCKET_HOLD_MS + 600_000, `holders' TTL ${ttl}`);
 });
+
+test('onUnavailable answers a take Redis cannot serve; the insurance limiter decides it', async () => {
+  const broken = new Redis({ port: server.port, lazyConnect: true, enableOfflineQueue: false });
+  const failing = redisStore({
+    client: broken,
+    clock,
+    timeoutMs: 50,
+    onUnavailable: tokenBucket({ tokenLimit: 1, tokensPerPeriod: 1, period: 60_000, clock }),
+    onError: () => {},
+  });
+  const limiter = failing.limiter(tokenBucket({ tokenLimit: 100, tokensPerPeriod: 1, period: 1000 }), {
+    name: uniqueName(),
+    leases: true,
+  });
+  assert.equal((await limiter.tryAcquire()).granted, true, "the insurance bucket's one token");
+  const second = await limiter.tryAcquire();
+  assert.equal(second.granted, false);
+  assert.equal(failing.unavailable, 2);
+  broken.disconnect();
+});

@@ -132,3 +132,19 @@ test('a probe takes nothing; a locked key is refused as locked; a queued request
   assert.equal(locked.granted, false);
   assert.equal(locked.reason, 'locked');
 });
+
+test('onUnavailable answers a take Redis cannot serve', async () => {
+  const broken = new Redis({ port: server.port, lazyConnect: true, enableOfflineQueue: false });
+  const failing = redisStore({
+    client: broken,
+    timeoutMs: 50,
+    onUnavailable: 'fail-closed',
+    onError: () => {},
+  });
+  const limiter = failing.limiter(concurrency({ permitLimit: 10 }), { name: uniqueName(), leases: true });
+  const lease = await limiter.tryAcquire();
+  assert.equal(lease.granted, false);
+  assert.equal(lease.reason, 'unavailable');
+  assert.equal(failing.unavailable, 1);
+  broken.disconnect();
+});
