@@ -1,21 +1,8 @@
 import { BUCKET_HOLD_MS, BUCKET_RESERVE } from '../batch.ts';
 
 /**
- * A token bucket's lease ops (`leases: true`, issue 26): a take (`l`) and a give-back (`g`) over two keys, the
- * bucket's own state and its holders (a hash beside it, in the same slot: `holder → "extra:expiry"`).
- *
- * Why the holders: a token taken into a batch is spent later than Redis counted it, so over a span the fleet can
- * admit what the bucket allows plus what the batches held at the span's start. Redis keeps that sum under
- * `reserve` (1 % of the limit, floored): each holder's `extra` is what its batch holds after the request that
- * took it (the tokens beyond that request's own), and a take grants at most its request's tokens plus what the
- * other live holders leave of the reserve. A holder's record lives `BUCKET_HOLD_MS` from the take; its batch is
- * void on its own clock as long after the take was *sent*, so no token is spent after its record is gone.
- * Tokens handed back are credited only up to the holder's live record (a void batch's tokens are forfeit:
- * crediting them after others took the reserve would count them twice).
- *
- * Request: `l|g, permits, 2, now`, then the bucket member (`lease`: the tokens the request needs) and the
- * holders member (`lease`: `holder:back`, the tokens this process hands back with the op). Reply of a take as a
- * window's: `1,granted,remaining,reset,,endMs` or a try's rejection; a give-back answers ''.
+ * A token bucket's lease ops (`l` take, `g` give-back) over the bucket and its holders' hash (`holder →
+ * "extra:expiry"`): see docs/architecture.md (Leased decisions) for the protocol and its bound.
  */
 export const BUCKET_LEASE = `
 local BUCKET_HOLD, BUCKET_RESERVE = ${BUCKET_HOLD_MS}, ${BUCKET_RESERVE}

@@ -1,15 +1,6 @@
 /**
- * A concurrency limiter's lease ops (`leases: true`, issue 26): a process keeps one entry in the key's sorted set
- * of leases, `"<held>:<holder>/b"` scored by its expiry, for the permits it holds — in use by its requests, or
- * free in its batch. They count as held in Redis like any lease until it sets the entry lower (a give-back) or
- * it expires (the process died: `leaseTtl` after its last take or renewal, as a lone lease).
- *
- * The member's `lease` field is `need:held:holder`: `held` is what this process holds now (it knows; its entry
- * may have lapsed while it was paused, and is written anew), `need` the permits a take must add. A take (`l`)
- * adds between `need` and `permits` of what the other entries leave, or adds none and is refused as a try is
- * (no retry time: permits come back by releases); either way the entry is written as what the process holds. A
- * give-back (`g`) writes the entry as `held` (removed at 0), which also renews it. Answers as a window's take:
- * `1,granted,remaining,,,leaseTtl`; a give-back ''.
+ * A concurrency limiter's lease ops (`l` take, `g` give-back and renewal) on this process's entry
+ * `"<held>:<holder>/b"` in the key's lease set: see docs/architecture.md (Leased decisions).
  */
 export const PERMIT_LEASE = `
 local function permitLease(op, permits, c, key, lease, now)
