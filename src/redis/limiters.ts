@@ -479,6 +479,11 @@ function checkLeases(where: string, leases: unknown, spec: LimiterSpec | undefin
       `${where}: leases are for fixedWindow(...), slidingWindow(...), tokenBucket(...) and concurrency(...); got ${JSON.stringify(spec.algorithm.kind)}`,
     );
   }
+  if ((spec.algorithm as { classes?: unknown }).classes !== undefined) {
+    throw new TypeError(
+      `${where}: leases cannot keep priority classes' shares (a batch taken for one class would serve another): leave classes out or leases off`,
+    );
+  }
   if (spec.options.countRejected) {
     throw new TypeError(
       `${where}: leases cannot count rejected requests (a rejection decided locally is not charged): countRejected must be false`,

@@ -148,3 +148,14 @@ test('onUnavailable answers a take Redis cannot serve', async () => {
   assert.equal(failing.unavailable, 1);
   broken.disconnect();
 });
+
+test('leases refuse a concurrency limit with priority classes', () => {
+  assert.throws(
+    () =>
+      store.limiter(concurrency({ permitLimit: 10, classes: { reserve: { critical: 0.2 } } }), {
+        name: uniqueName(),
+        leases: true,
+      }),
+    /store\.limiter: leases cannot keep priority classes' shares/,
+  );
+});
