@@ -5,7 +5,7 @@
  * `v` give back (`permits`). Each reads the key's state as Redis has it and writes it in one step: a decision
  * running at the same time sees it before or after, never half.
  */
-export const ADMIN = `
+export const ADMIN: string = `
 local ADMIN = { a = true, e = true, k = true, u = true, c = true, v = true }
 
 -- Permits given back without a request, never past full: a window's count, a sliding window's segments newest

@@ -4,7 +4,7 @@ import { BUCKET_HOLD_MS, BUCKET_RESERVE } from '../batch.ts';
  * A token bucket's lease ops (`l` take, `g` give-back) over the bucket and its holders' hash (`holder →
  * "extra:expiry"`): see docs/architecture.md (Leased decisions) for the protocol and its bound.
  */
-export const BUCKET_LEASE = `
+export const BUCKET_LEASE: string = `
 local BUCKET_HOLD, BUCKET_RESERVE = ${BUCKET_HOLD_MS}, ${BUCKET_RESERVE}
 
 -- The live holders' extras: the others' sum and this holder's own (expired records dropped).

@@ -5,7 +5,7 @@
  * classes a request is decided against its class's ceiling (`m.ceiling`, sent in its spec), not the limit: the
  * shares reserved for higher classes hold across every process, and what is left is what its class may use.
  */
-export const CONCURRENCY = `
+export const CONCURRENCY: string = `
 local CC = {
   timeBased = false,
   available = function(m, s) return m.ceiling - s[1] end,

@@ -25,7 +25,7 @@
  *   ''. Numbers read back exactly (`num`), '' for none. One string rather than nested arrays: the client
  *   decodes it in one piece instead of element by element (most of a batch's decoding time).
  */
-export const DECIDE = `
+export const DECIDE: string = `
 local ALGORITHMS = { fw = FW, sw = SW, tb = TB, tc = TB, cc = CC, lo = LO }
 
 -- A member's settings, parsed once however many requests use them: per call as a script, and for the

@@ -3,7 +3,7 @@
  * the same doubles come out). Member `m`: `limit`, `p1` = window. State `s`: `{ windowStart, count }`.
  * Functions take the member rather than closing over it: no closure is allocated per decision.
  */
-export const FIXED_WINDOW = `
+export const FIXED_WINDOW: string = `
 -- How many window ends until \`n\` permits fit, with \`count\` counted now (debt carried: see \`FW.advance\`).
 local function fwWindows(m, count, n)
   if m.countRejected or count <= m.limit then return 1 end

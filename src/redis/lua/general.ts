@@ -4,7 +4,7 @@
  * or none, mirroring `LimiterCore.canGrant/commit/reject` and `ChainLimiter.tryAcquire`; and `singleTry`, a lone
  * member tried through the same algorithm functions.
  */
-export const GENERAL = `
+export const GENERAL: string = `
 -- A fresh state for \`m\`, or its state in \`m.raw\` (the packed string, false for none), advanced to now.
 local function fill(m, now)
   local c, a = m.c, m.a

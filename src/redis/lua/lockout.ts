@@ -3,7 +3,7 @@
  * within, and from `p2` (`lockFor_factor_maxLockFor_memory`): `lockFor`, `factor`, `maxLock`, `memory`. State
  * `s`: `{ failures, windowEnd, lockedUntil, streak, stamp }`.
  */
-export const LOCKOUT = `
+export const LOCKOUT: string = `
 local LO = {
   width = function() return 5 end,
   timeBased = true,

@@ -5,7 +5,7 @@
  * instead of a member table and a state table per member and request — which cost Redis more than the
  * decision itself.
  */
-export const PAIR_CHAIN = `
+export const PAIR_CHAIN: string = `
 -- Per member j of the request being decided: key, settings, the stored state (packed, false for none), whether
 -- it was taken from the known states, the state (a reused table), before/second (its stored first two numbers,
 -- false for none), dirty, and the state written speculatively.

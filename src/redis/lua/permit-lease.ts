@@ -2,7 +2,7 @@
  * A concurrency limiter's lease ops (`l` take, `g` give-back and renewal) on this process's entry
  * `"<held>:<holder>/b"` in the key's lease set: see docs/architecture.md (Leased decisions).
  */
-export const PERMIT_LEASE = `
+export const PERMIT_LEASE: string = `
 local function permitLease(op, permits, c, key, lease, now)
   local need, held, holder = match(lease, '^(%d+):(%d+):(.*)$')
   need, held = tonumber(need), tonumber(held)

@@ -13,7 +13,7 @@
  * So what Redis holds, and every answer, is what reading first would give. `SPECULATE` is false in the script
  * form (its body runs anew on every call, and Redis 6.0 has no `SET … GET`).
  */
-export const PRELUDE = `
+export const PRELUDE: string = `
 local EPSILON = 1e-9
 -- The library functions used per decision, as upvalues bound by the first call: loading a Function sees none
 -- of them, and at run time a global there is a miss in the library's own environment before the real one.

@@ -3,7 +3,7 @@
  * window / segments. State `s`: `{ segmentStart, currentSlot, total, ring… }`, the ring 0-based in slots, so
  * `s[4 + slot]` mirrors `s[o + 3 + slot]`.
  */
-export const SLIDING_WINDOW = `
+export const SLIDING_WINDOW: string = `
 -- Gives up to n permits back to the segment k segments before the current one, if it is still in the window
 -- (a refund and a lease's give-back alike); whether anything changed.
 local function swBack(m, s, n, k)

@@ -2,7 +2,7 @@
  * Lua twin of `src/algorithms/token-bucket.ts` (stepped and continuous). Member `m`: `limit`, `p1` = tokens per
  * period, `p2` = period, `rate` = p1 / p2, `continuous`. State `s`: `{ stamp, tokens }`.
  */
-export const TOKEN_BUCKET = `
+export const TOKEN_BUCKET: string = `
 local function tbUntil(m, s, now, n)
   local missing = n - s[2]
   if missing <= EPSILON then return 0 end
