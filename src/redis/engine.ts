@@ -8,6 +8,7 @@ import type { ScriptRunner } from './client.ts';
 import { Decision, type DecisionHost } from './decision.ts';
 import { Dispatcher } from './dispatcher.ts';
 import { unavailableAnswer } from './fallback.ts';
+import { LeasePolicy } from './lease-policy.ts';
 import { Leases } from './leases.ts';
 import type { ResolvedOptions } from './options.ts';
 import { meanwhileOf, OutageWarnings } from './outage.ts';
@@ -33,6 +34,8 @@ export class Engine implements DecisionHost {
   private readonly answers: Answers;
   /** The batches of leased limiters' keys (`leases: true`). */
   private readonly leases: Leases;
+  /** Which keys of `leases: 'auto'` limiters are hot (leased) in this process. */
+  readonly leasePolicy: LeasePolicy;
   /** Decisions answered by `onUnavailable`: Redis failed or was late, or was skipped after a failure. */
   unavailable = 0;
   /**
@@ -67,8 +70,9 @@ export class Engine implements DecisionHost {
       (parts) => this.settleOp(parts),
     );
     const clock = options.clock;
+    const now = clock ? () => clock.now() : () => performance.now();
     this.leases = new Leases({
-      clock: clock ? () => clock.now() : () => performance.now(),
+      clock: now,
       now: () => this.now(),
       resolutionMs: clock ? 0 : 1,
       encodeArgs: (args, binding, op, permits, lease, now) =>
@@ -84,6 +88,7 @@ export class Engine implements DecisionHost {
         if (this.outage.outage) this.outage.answered(this.scopeOf(binding));
       },
     });
+    this.leasePolicy = new LeasePolicy(now, (key) => this.leases.release(key));
   }
 
   /** `now` as the script should read it: the test clock's value, or '' for Redis `TIME`. */
@@ -136,9 +141,13 @@ export class Engine implements DecisionHost {
     blockedFirst: boolean,
     asLease: boolean,
   ): Promise<Decided | Lease> {
-    // A lone leased member decides from its batch (a chain, or a request behind local waiters, asks Redis).
-    if (binding.members.length === 1 && binding.members[0].leased && !blockedFirst) {
-      return this.leases.decide(binding, op, permits, reason, asLease);
+    // A lone leased member decides from its batch (a chain, or a request behind local waiters, asks Redis);
+    // with `leases: 'auto'`, while this process decides its key often.
+    if (binding.members.length === 1 && !blockedFirst) {
+      const m = binding.members[0];
+      if (m.leased === true || (m.leased === 'auto' && this.leasePolicy.leased(m.key))) {
+        return this.leases.decide(binding, op, permits, reason, asLease);
+      }
     }
     const cacheKey = this.options.cacheBlocked ? binding.members.map((m) => m.key).join('\n') : '';
     if (cacheKey !== '') {

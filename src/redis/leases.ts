@@ -301,6 +301,19 @@ export class Leases {
     }
   }
 
+  /**
+   * `key` went cold (`leases: 'auto'`): its unspent permits go back and its entry is dropped, so its decisions
+   * are exact again. False while a take is in flight (its waiters need the entry): the key stays leased for now.
+   */
+  release(key: string): boolean {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return true;
+    if (entry.waiting !== undefined) return false;
+    this.giveBack(entry, entry.batch.takeAll());
+    this.entries.delete(key);
+    return true;
+  }
+
   private evictOldest(): void {
     for (const [key, entry] of this.entries) {
       if (entry.waiting !== undefined) continue;
