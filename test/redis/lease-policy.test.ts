@@ -91,14 +91,16 @@ test('a hot key below a quarter of the promotion rate is demoted within DEMOTE_A
           const { p, at, demoted } = policy();
           let t = 0;
           for (let i = 0; i < PROMOTE_COUNT; i++) {
-            at((t += 1));
+            t += 1;
+            at(t);
             p.leased('k');
           }
           assert.equal(p.isHot('k'), true);
           const gap = 1 / (quarter * factor);
           const cooledAt = t;
           while (t < cooledAt + DEMOTE_AFTER_MS + 2 * INTERVAL_MS + 2 * gap) {
-            at((t += gap));
+            t += gap;
+            at(t);
             p.leased('k');
           }
           if (cools) {
