@@ -54,8 +54,11 @@ async function run(job: LeaseBenchJob): Promise<LeaseBenchReport> {
   const limiter = store.limiter(spec, { name: job.name, hashTag: job.name, leases });
   const key = `floodgate:{${job.name}}${job.name}`;
   // The batch a grant came from: the store's internals, read only.
-  const entries = (store as unknown as { context: { engine: { leases: { entries: Map<string, { batch: { mark: string } }> } } } })
-    .context.engine.leases.entries;
+  const entries = (
+    store as unknown as {
+      context: { engine: { leases: { entries: Map<string, { batch: { mark: string } }> } } };
+    }
+  ).context.engine.leases.entries;
   const fd = job.file === undefined ? -1 : openSync(job.file, 'a');
   const report: LeaseBenchReport = { decisions: 0, granted: 0, rejected: 0, errors: 0, elapsedMs: 0 };
   const started = performance.now();
@@ -67,18 +70,24 @@ async function run(job: LeaseBenchJob): Promise<LeaseBenchReport> {
       // Local decisions settle in microtasks: yield to I/O now and then, as a server between requests does.
       if (gap > 0) await new Promise((r) => setTimeout(r, gap));
       else if (++n % 32 === 0) await new Promise((r) => setImmediate(r));
-      const at = fd >= 0 ? Date.now() : 0;
-      const pending = limiter.tryAcquire();
-      let mark = fd >= 0 ? entries.get(key)?.batch.mark : undefined;
-      // Made when a take came back: from the batch that answer filled, read by the first reaction.
-      if (fd >= 0) pending.then(() => (mark = entries.get(key)?.batch.mark));
-      const first = await Promise.race([pending, LATER]);
-      const sync = first !== 'later';
-      const lease: Lease = sync ? first : await pending;
+      let lease: Lease;
+      if (fd < 0) lease = await limiter.tryAcquire();
+      else {
+        const at = Date.now();
+        const pending = limiter.tryAcquire();
+        let mark = entries.get(key)?.batch.mark;
+        // Made when a take came back: from the batch that answer filled, read by the first reaction.
+        pending.then(() => {
+          mark = entries.get(key)?.batch.mark;
+        });
+        const first = await Promise.race([pending, LATER]);
+        const sync = first !== 'later';
+        lease = sync ? first : await pending;
+        if (lease.granted) writeSync(fd, sync ? `${mark},${at}\n` : `${mark}\n`);
+      }
       report.decisions++;
       if (lease.granted) {
         report.granted++;
-        if (fd >= 0) writeSync(fd, sync ? `${mark},${at}\n` : `${mark}\n`);
       } else {
         if (lease.reason === 'unavailable') report.errors++;
         report.rejected++;

@@ -3,7 +3,7 @@
  * Node processes (`bench/redis-leases-worker.ts`) on one hot key.
  *
  *   npm run bench:redis:leases                  everything, well under three minutes
- *   ONLY=bound|cost|share|bucket …              one section
+ *   ONLY=bound|cost|share|threshold|bucket …    one section
  *   WINDOWS=20 WINDOW_MS=200 ROUNDS=2 PHASE_MS=1500 …
  *
  * Sections:
@@ -20,6 +20,8 @@
  *   auto.
  * - share: one hot process (closed loop) and seven nearly idle ones (5 decisions a second each), leases on: the
  *   hot process's admissions per full window ÷ the limit, fixed and sliding.
+ * - threshold: one process deciding one key at 20 … 1000 decisions a second, commands per decision strict,
+ *   leased and automatic: where leases start to pay, which `leases: 'auto'`'s promotion rate is set by.
  * - bucket: the token bucket's row (worst overshoot against tokenLimit + N·(B−1)), once leases cover it.
  *
  * Ctrl-C kills the workers and redis-server.
@@ -40,6 +42,9 @@ const WINDOW_MS = Number(process.env.WINDOW_MS ?? 200);
 const ROUNDS = Number(process.env.ROUNDS ?? 2);
 const PHASE_MS = Number(process.env.PHASE_MS ?? 1500);
 const SEGMENTS = 4;
+/** The share section's window: long enough that a stall of this loaded VM's scheduler is not most of it. */
+const SHARE_WINDOW_MS = Number(process.env.SHARE_WINDOW_MS ?? 1000);
+const SHARE_WINDOWS = Number(process.env.SHARE_WINDOWS ?? 10);
 
 const dir = mkdtempSync(join(tmpdir(), 'floodgate-leases-bench-'));
 const server = await RedisServer.start();
@@ -79,7 +84,8 @@ async function startWorker(): Promise<ChildProcess> {
 /** Workers kept between runs (a SIGKILLed one is replaced). */
 const pool: ChildProcess[] = [];
 async function workers(n: number): Promise<ChildProcess[]> {
-  for (let i = 0; i < pool.length; i++) if (pool[i].exitCode !== null || pool[i].signalCode !== null) pool.splice(i--, 1);
+  for (let i = 0; i < pool.length; i++)
+    if (pool[i].exitCode !== null || pool[i].signalCode !== null) pool.splice(i--, 1);
   const missing = n - pool.length;
   if (missing > 0) pool.push(...(await Promise.all(Array.from({ length: missing }, startWorker))));
   return pool.slice(0, n);
@@ -155,14 +161,23 @@ function tally(files: string[], kind: 'fixed' | 'sliding', limit: number, window
     worst = Math.max(worst, sum);
     windows++;
   }
-  return { worst: worst / limit, windows, late, offGrid, grants: marks.length, fullWindows: Math.floor((last + 1) / segments) };
+  return {
+    worst: worst / limit,
+    windows,
+    late,
+    offGrid,
+    grants: marks.length,
+    fullWindows: Math.floor((last + 1) / segments),
+  };
 }
 
 async function bound(): Promise<void> {
   console.log(
     `\n## Bound: admitted per window ÷ limit, worst window (leases: true, closed loop, window ${WINDOW_MS} ms, ${WINDOWS} windows; one process SIGSTOPped for two windows, one SIGKILLed mid-window)`,
   );
-  console.log('| algorithm | N | worst window | windows | grants | made after their window by the clock | errors |');
+  console.log(
+    '| algorithm | N | worst window | windows | grants | made after their window by the clock | errors |',
+  );
   console.log('|---|---:|---:|---:|---:|---:|---:|');
   for (const kind of ['fixed', 'sliding'] as const) {
     for (const n of [4, 8]) {
@@ -205,7 +220,7 @@ async function bound(): Promise<void> {
 
 async function cost(): Promise<void> {
   console.log(
-    `\n## Cost: one hot key, every decision a grant, closed loop (16 in flight per process), ${ROUNDS} rounds of ${PHASE_MS} ms per mode, modes alternated`,
+    `\n## Cost: one hot key, every decision a grant, closed loop (64 in flight per process), ${ROUNDS} rounds of ${PHASE_MS} ms per mode, modes alternated`,
   );
   console.log('| N | mode | Redis commands per decision | decisions/s per process | of strict |');
   console.log('|---:|---|---:|---:|---:|');
@@ -227,7 +242,7 @@ async function cost(): Promise<void> {
           segments: 1,
           name,
           durationMs: PHASE_MS,
-          inflight: 16,
+          inflight: 64,
           rate: 0,
           settleMs: 120,
         }));
@@ -256,9 +271,10 @@ async function cost(): Promise<void> {
 }
 
 async function share(): Promise<void> {
-  const windows = Math.max(12, Math.round(WINDOWS * 0.8));
+  const windows = SHARE_WINDOWS;
+  const windowMs = SHARE_WINDOW_MS;
   console.log(
-    `\n## Share: one hot process and seven at 5 decisions/s, leases: true, window ${WINDOW_MS} ms, ${windows} windows`,
+    `\n## Share: one hot process and seven at 5 decisions/s, leases: true, window ${windowMs} ms, ${windows} windows (the first two and the last not counted)`,
   );
   console.log('| algorithm | hot admitted ÷ limit, full windows | all admitted ÷ limit | worst window |');
   console.log('|---|---:|---:|---:|');
@@ -273,10 +289,10 @@ async function share(): Promise<void> {
       kind,
       mode: 'leases',
       limit,
-      windowMs: WINDOW_MS,
+      windowMs,
       segments: SEGMENTS,
       name,
-      durationMs: windows * WINDOW_MS,
+      durationMs: windows * windowMs,
       inflight: i === 0 ? 8 : 1,
       rate: i === 0 ? 0 : 5,
       file: files[i],
@@ -284,8 +300,8 @@ async function share(): Promise<void> {
     }));
     // Full windows only: from the hot process's first segment to its last, whole windows of segments.
     const segments = kind === 'fixed' ? 1 : SEGMENTS;
-    const segmentMs = WINDOW_MS / segments;
-    const all = tally(files, kind, limit, WINDOW_MS);
+    const segmentMs = windowMs / segments;
+    const all = tally(files, kind, limit, windowMs);
     const grid = Math.min(
       ...files.flatMap((f) =>
         readFileSync(f, 'utf8')
@@ -300,8 +316,9 @@ async function share(): Promise<void> {
       const s = Math.round((Number(line.split(',')[0]) - grid) / segmentMs);
       hotPer.set(s, (hotPer.get(s) ?? 0) + 1);
     }
-    const first = Math.min(...hotPer.keys()) + segments; // past the first, partial window
-    const last = Math.max(...hotPer.keys()) - segments; // before the last
+    const first = Math.min(...hotPer.keys()) + 2 * segments; // past the first two (warming up)
+    const end = Math.max(...hotPer.keys()) - segments; // before the last
+    const last = first + Math.floor((end - first + 1) / segments) * segments - 1; // whole windows
     let hot = 0;
     let total = 0;
     const allPer = new Map<number, number>();
@@ -319,9 +336,52 @@ async function share(): Promise<void> {
       count++;
     }
     const capacity = (count / segments) * limit;
+    if (process.env.DEBUG) {
+      const row = [];
+      for (let s = first - segments; s <= last + segments; s++)
+        row.push(`${hotPer.get(s) ?? 0}/${allPer.get(s) ?? 0}`);
+      console.log(row.join(' '));
+    }
     console.log(
       `| ${kind} window${kind === 'sliding' ? ` (${SEGMENTS} segments)` : ''} | ${fmt(hot / capacity)} | ${fmt(total / capacity)} | ${fmt(all.worst)} |`,
     );
+  }
+}
+
+/**
+ * Where `leases: 'auto'` should promote a key: one process deciding one key at a given rate, Redis commands per
+ * decision with leases off, forced, and automatic (whose defaults this row is for).
+ */
+async function threshold(): Promise<void> {
+  console.log(
+    `\n## Threshold: one process, one key at a given rate, ${PHASE_MS} ms per mode (Redis commands per decision)`,
+  );
+  console.log('| decisions/s asked | got | strict | leases: true | leases: auto |');
+  console.log('|---:|---:|---:|---:|---:|');
+  const [w] = await workers(1);
+  for (const rate of [20, 50, 100, 200, 500, 1000]) {
+    const row: string[] = [];
+    let got = 0;
+    for (const mode of ['strict', 'leases', 'auto'] as const) {
+      await admin.config('RESETSTAT');
+      const [r] = await runJobs([w], () => ({
+        port: server.port,
+        kind: 'fixed',
+        mode,
+        limit: 1e9,
+        windowMs: 60_000,
+        segments: 1,
+        name: nameOf(`threshold-${mode}-${rate}`),
+        durationMs: PHASE_MS,
+        inflight: Math.max(1, Math.round(rate / 50)),
+        rate,
+        settleMs: 120,
+      }));
+      const used = await commands();
+      got = Math.max(got, (r!.decisions / r!.elapsedMs) * 1000);
+      row.push(fmt(used / r!.decisions, 2));
+    }
+    console.log(`| ${rate} | ${Math.round(got)} | ${row.join(' | ')} |`);
   }
 }
 
@@ -330,10 +390,13 @@ async function bucket(): Promise<void> {
   const { tokenBucket } = await import('../src/index.ts');
   const { redisStore } = await import('../src/redis/index.ts');
   try {
-    redisStore({ client: admin }).limiter(tokenBucket({ tokenLimit: 100, tokensPerPeriod: 10, period: 100 }), {
-      name: nameOf('bucket-probe'),
-      leases: true,
-    });
+    redisStore({ client: admin }).limiter(
+      tokenBucket({ tokenLimit: 100, tokensPerPeriod: 10, period: 100 }),
+      {
+        name: nameOf('bucket-probe'),
+        leases: true,
+      },
+    );
   } catch {
     console.log('(not measured: token-bucket leases are not on this branch yet — lane/leases-kinds)');
     return;
@@ -353,6 +416,7 @@ try {
   if (!ONLY || ONLY === 'bound') await bound();
   if (!ONLY || ONLY === 'cost') await cost();
   if (!ONLY || ONLY === 'share') await share();
+  if (!ONLY || ONLY === 'threshold') await threshold();
   if (!ONLY || ONLY === 'bucket') await bucket();
 } finally {
   admin.disconnect();

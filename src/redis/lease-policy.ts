@@ -10,8 +10,8 @@
  */
 
 /** A key is promoted when this process decides it at least this many times in one interval. */
-export const PROMOTE_COUNT = 20;
-/** The counting interval: `PROMOTE_COUNT` per `INTERVAL_MS` is 200 decisions per second. */
+export const PROMOTE_COUNT = 10;
+/** The counting interval: `PROMOTE_COUNT` per `INTERVAL_MS` is 100 decisions per second. */
 export const INTERVAL_MS = 100;
 /** A hot key is demoted after this long below a quarter of the promotion rate (hysteresis). */
 export const DEMOTE_AFTER_MS = 2000;

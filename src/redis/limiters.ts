@@ -50,8 +50,8 @@ export interface RedisPartitionedOptions<R> {
    * it was taken in ends; a key Redis rejected is rejected locally until its retry time. No window ever admits
    * more than the limit across all processes; `remaining` is the fleet's as this process last heard it. Decided
    * alone only: in a chain a leased limiter is decided on Redis as today. `true` leases every key; `'auto'` only
-   * the keys this process decides often (from 200 decisions a second, back to exact decisions after 2 s below
-   * 50 a second: docs/redis.md, Automatic leases), the others are decided exactly, one call each. Default false.
+   * the keys this process decides often (from 100 decisions a second, back to exact decisions after 2 s below
+   * 25 a second: docs/redis.md, Automatic leases), the others are decided exactly, one call each. Default false.
    */
   leases?: boolean | 'auto';
 }
