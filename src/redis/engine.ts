@@ -35,7 +35,7 @@ export class Engine implements DecisionHost {
   /** The batches of leased limiters' keys (`leases: true`). */
   private readonly leases: Leases;
   /** Which keys of `leases: 'auto'` limiters are hot (leased) in this process. */
-  readonly leasePolicy: LeasePolicy;
+  private readonly leasePolicy: LeasePolicy;
   /** Decisions answered by `onUnavailable`: Redis failed or was late, or was skipped after a failure. */
   unavailable = 0;
   /**

@@ -49,7 +49,8 @@ export class LeasePolicy {
   /** Counts a decision on `key` and says whether it is decided from leases. */
   leased(key: string): boolean {
     const now = this.clock();
-    if (now >= this.intervalEnd) this.roll(now);
+    // (A test clock may also move back: counting starts afresh then too.)
+    if (now >= this.intervalEnd || now < this.intervalStart) this.roll(now);
     const h = this.hot.get(key);
     if (h !== undefined) {
       h.count++;
@@ -73,7 +74,7 @@ export class LeasePolicy {
   /** The interval ended: demote the keys that stayed cool long enough, and start counting afresh. */
   private roll(now: number): void {
     // Since the interval began: longer than one when no decision came for a while (all of it cool).
-    const elapsed = this.intervalEnd === Number.NEGATIVE_INFINITY ? 0 : now - this.intervalStart;
+    const elapsed = this.intervalEnd === Number.NEGATIVE_INFINITY ? 0 : Math.max(0, now - this.intervalStart);
     for (const [key, h] of this.hot) {
       // Below a quarter of the promotion rate over the intervals that passed.
       if (h.count * 4 * INTERVAL_MS < PROMOTE_COUNT * elapsed) {

@@ -155,3 +155,11 @@ test('keys are counted apart, and memory is bounded: cold keys beyond 10 000 an 
   p.leased('x');
   assert.equal((p as unknown as { counts: Map<string, number> }).counts.size, 1);
 });
+
+test('a clock moved back starts the count afresh (test clocks): no promotion from decisions spread over time', () => {
+  const { p, at } = policy();
+  at(10_000);
+  for (let i = 0; i < PROMOTE_COUNT - 1; i++) p.leased('k');
+  at(0);
+  for (let i = 0; i < PROMOTE_COUNT - 1; i++) assert.equal(p.leased('k'), false);
+});
