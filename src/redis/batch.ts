@@ -53,6 +53,8 @@ export class Batch {
   private since = 0;
   /** Whether a permit was spent since the last `idle` check. */
   private busy = false;
+  /** Whether the last take was refused (the demand since could not be served). */
+  private refused = false;
 
   constructor(private readonly limit: number) {}
 
@@ -72,15 +74,26 @@ export class Batch {
 
   /**
    * The batch to ask for, sent now, by a decision that needs `need` permits: sized to the demand since the
-   * last take (`BATCH_TARGET_MS` of it), at most doubled, at least `need`, at most the limit.
+   * last take (`BATCH_TARGET_MS` of it, or what is left of the live batch's window if less), at most doubled,
+   * at least `need`, at most the limit.
    */
   want(need: number, now: number): number {
-    const elapsed = Math.max(now - this.since, 1);
-    const demand = Math.ceil((this.spent / elapsed) * BATCH_TARGET_MS);
-    this.size = Math.max(1, Math.min(demand, this.size * 2, this.limit));
+    // After a refused take nothing could be spent: no demand was measured, and the size stands (measuring it
+    // would say zero, and the next window would start from one permit per take).
+    if (!this.refused) {
+      const elapsed = Math.max(now - this.since, 1);
+      const demand = Math.ceil((this.spent / elapsed) * BATCH_TARGET_MS);
+      this.size = Math.max(1, Math.min(demand, this.size * 2, this.limit));
+    }
+    this.refused = false;
     this.spent = 0;
     this.since = now;
-    return Math.min(this.limit, Math.max(this.size, need));
+    // Taken while the batch's window (segment) lives, the permits are void at its end: no more than that long
+    // of the demand (more would be stranded, counted by Redis and never spent).
+    const left = this.endsAt - now;
+    const size =
+      left > 0 && left < BATCH_TARGET_MS ? Math.ceil((this.size * left) / BATCH_TARGET_MS) : this.size;
+    return Math.min(this.limit, Math.max(size, need));
   }
 
   /**
@@ -115,6 +128,7 @@ export class Batch {
   rejected(retryMs: number, now: number, need = 1): void {
     this.deniedUntil = now + retryMs;
     this.deniedNeed = need;
+    this.refused = true;
   }
 
   /**

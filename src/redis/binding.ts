@@ -18,8 +18,11 @@ export interface BoundMember {
   owner: Owner;
   /** The partition key of a partitioned limiter's member (its leases' `key`), else undefined. */
   partKey: string | undefined;
-  /** Decided from batches of permits taken from Redis (`leases: true`) when it is decided alone. */
-  leased: boolean;
+  /**
+   * Decided from batches of permits taken from Redis when it is decided alone: always (`leases: true`), or while
+   * this process decides the key often (`'auto'`, see `LeasePolicy`).
+   */
+  leased: boolean | 'auto';
 }
 
 /** The partitions one request binds to (one member, or a chain's members). */

@@ -9,7 +9,8 @@ import type { ScriptRunner } from './client.ts';
 import { Decision, type DecisionHost } from './decision.ts';
 import { Dispatcher } from './dispatcher.ts';
 import { unavailableAnswer } from './fallback.ts';
-import { type LeaseHost, Leases, leasesDecide } from './leases.ts';
+import { LeasePolicy } from './lease-policy.ts';
+import { type LeaseHost, Leases } from './leases.ts';
 import type { ResolvedOptions } from './options.ts';
 import { meanwhileOf, OutageWarnings } from './outage.ts';
 import { PermitLeases } from './permit-leases.ts';
@@ -37,6 +38,8 @@ export class Engine implements DecisionHost {
   private readonly leases: Leases;
   /** The permits of leased concurrency limiters' keys. */
   private readonly permitLeases: PermitLeases;
+  /** Which keys of `leases: 'auto'` limiters are hot (leased) in this process. */
+  private readonly leasePolicy: LeasePolicy;
   /** Decisions answered by `onUnavailable`: Redis failed or was late, or was skipped after a failure. */
   unavailable = 0;
   /**
@@ -73,8 +76,9 @@ export class Engine implements DecisionHost {
       (parts) => this.settleOp(parts),
     );
     const clock = options.clock;
+    const now = clock ? () => clock.now() : () => performance.now();
     const host: LeaseHost = {
-      clock: clock ? () => clock.now() : () => performance.now(),
+      clock: now,
       now: () => this.now(),
       resolutionMs: clock ? 0 : 1,
       holder: this.leasePrefix,
@@ -96,6 +100,7 @@ export class Engine implements DecisionHost {
     };
     this.leases = new Leases(host);
     this.permitLeases = new PermitLeases(host, options.leaseTtlMs);
+    this.leasePolicy = new LeasePolicy(now, (key) => this.leases.release(key));
   }
 
   /** `now` as the script should read it: the test clock's value, or '' for Redis `TIME`. */
@@ -148,12 +153,15 @@ export class Engine implements DecisionHost {
     blockedFirst: boolean,
     asLease: boolean,
   ): Promise<Decided | Lease> {
-    // A lone leased member decides from its batch (a chain, or a request behind local waiters, asks Redis).
-    if (binding.members.length === 1 && leasesDecide(binding.members[0], permits) && !blockedFirst) {
-      if (!binding.members[0].spec.algorithm.timeBased) {
-        return this.permitLeases.decide(binding, op, permits, reason, asLease);
+    // A lone leased member decides from its batch (a chain, or a request behind local waiters, asks Redis);
+    // with `leases: 'auto'`, while this process decides its key often. A probe (0 permits) asks Redis.
+    if (binding.members.length === 1 && !blockedFirst && permits > 0) {
+      const m = binding.members[0];
+      if (m.leased === true || (m.leased === 'auto' && this.leasePolicy.leased(m.key))) {
+        if (!m.spec.algorithm.timeBased)
+          return this.permitLeases.decide(binding, op, permits, reason, asLease);
+        return this.leases.decide(binding, op, permits, reason, asLease);
       }
-      return this.leases.decide(binding, op, permits, reason, asLease);
     }
     const cacheKey = this.options.cacheBlocked ? binding.members.map((m) => m.key).join('\n') : '';
     if (cacheKey !== '') {

@@ -375,6 +375,19 @@ export class Leases {
     }
   }
 
+  /**
+   * `key` went cold (`leases: 'auto'`): its unspent permits go back and its entry is dropped, so its decisions
+   * are exact again. False while a take is in flight (its waiters need the entry): the key stays leased for now.
+   */
+  release(key: string): boolean {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return true;
+    if (entry.waiting !== undefined) return false;
+    this.giveBack(entry, entry.batch.takeAll());
+    this.entries.delete(key);
+    return true;
+  }
+
   private evictOldest(): void {
     for (const [key, entry] of this.entries) {
       if (entry.waiting !== undefined) continue;
@@ -386,14 +399,6 @@ export class Leases {
 }
 
 export function noop(): void {}
-
-/**
- * Whether the leases decide a request of `permits` on `m`: a probe (0 permits) is asked of Redis, since a batch
- * taken for it would hold permits no request spent.
- */
-export function leasesDecide(m: BoundMember, permits: number): boolean {
-  return m.leased && permits > 0;
-}
 
 function isBucket(m: BoundMember): boolean {
   const twin = m.spec.algorithm.remote?.twin;

@@ -22,7 +22,7 @@ export interface RedisLimiterOptions {
   /** The Redis Cluster hash tag of its key. Default: the name. Members of one chain need the same tag. */
   hashTag?: string;
   /** Leased decisions (windows, token buckets, concurrency): see {@link RedisPartitionedOptions.leases}. Default false. */
-  leases?: boolean;
+  leases?: boolean | 'auto';
 }
 
 /** Every option name of {@link RedisLimiterOptions}: any other is refused. */
@@ -54,9 +54,11 @@ export interface RedisPartitionedOptions<R> {
    * most all batches may hold together; a concurrency limit's permits held by a process, in use or free, count in
    * Redis until given back or `leaseTtlMs` after the process stops renewing them. `remaining` is the fleet's as
    * this process last heard it. Decided alone only: in a chain a leased limiter is decided on Redis as today.
-   * Default false.
+   * `true` leases every key; `'auto'` (windows and token buckets) only the keys this process decides often (from
+   * 100 decisions a second, back to exact decisions after 2 s below 25 a second: docs/redis.md, Automatic
+   * leases), the others are decided exactly, one call each. Default false.
    */
-  leases?: boolean;
+  leases?: boolean | 'auto';
 }
 
 /** Every option name of {@link RedisPartitionedOptions}: any other is refused. */
@@ -211,7 +213,7 @@ export class RedisPartitionedLimiter<R> implements Owner, StoredLimiter<R> {
   readonly spec: LimiterSpec | undefined;
   private readonly tagOf: ((key: string) => string) | undefined;
   private readonly specs = new Map<string, LimiterSpec>();
-  private readonly leases: boolean;
+  private readonly leases: boolean | 'auto';
 
   /** @internal Use `store.partitioned(options)`. */
   constructor(
@@ -466,17 +468,25 @@ export function checkSpec(where: string, spec: unknown): asserts spec is Limiter
 }
 
 /**
- * The `leases` option: a boolean, and only for a fixed or sliding window or a token bucket that does not count rejections (a
- * rejection decided locally could not be charged). `spec` undefined: tiers, checked per key.
+ * The `leases` option: true, false or 'auto', and only for a fixed or sliding window, a token bucket (either
+ * `'auto'`) or a concurrency limit (`true`) that does not count rejections (a rejection decided locally could not
+ * be charged). `spec` undefined: tiers, checked per key.
  */
-function checkLeases(where: string, leases: unknown, spec: LimiterSpec | undefined): boolean {
+function checkLeases(where: string, leases: unknown, spec: LimiterSpec | undefined): boolean | 'auto' {
   if (leases === undefined || leases === false) return false;
-  if (leases !== true) throw new TypeError(`${where}: leases must be a boolean; got ${describe(leases)}`);
-  if (spec === undefined) return true;
+  if (leases !== true && leases !== 'auto') {
+    throw new TypeError(`${where}: leases must be true, false or 'auto'; got ${describe(leases)}`);
+  }
+  if (spec === undefined) return leases;
   const twin = spec.algorithm.remote?.twin;
   if (twin !== 'fw' && twin !== 'sw' && twin !== 'tb' && twin !== 'tc' && twin !== 'cc') {
     throw new TypeError(
       `${where}: leases are for fixedWindow(...), slidingWindow(...), tokenBucket(...) and concurrency(...); got ${JSON.stringify(spec.algorithm.kind)}`,
+    );
+  }
+  if (leases === 'auto' && twin === 'cc') {
+    throw new TypeError(
+      `${where}: leases 'auto' is for windows and token buckets; a concurrency limit is leased for every key (leases: true) or none`,
     );
   }
   if ((spec.algorithm as { classes?: unknown }).classes !== undefined) {
@@ -489,7 +499,7 @@ function checkLeases(where: string, leases: unknown, spec: LimiterSpec | undefin
       `${where}: leases cannot count rejected requests (a rejection decided locally is not charged): countRejected must be false`,
     );
   }
-  return true;
+  return leases;
 }
 
 function checkName(where: string, name: unknown): string {

@@ -295,3 +295,39 @@ test('batch sizes follow demand: doubling while it is hot, back to one when it c
   now += 1000;
   assert.equal(batch.want(1, now), 1);
 });
+
+test('a refused take keeps the batch size: the next window starts where the demand was, not at one permit', () => {
+  const batch = new Batch(1000);
+  let now = 0;
+  let want = 0;
+  for (let i = 0; i < 8; i++) {
+    want = batch.want(1, now);
+    batch.filled(want, 'm', 1000, 1000, 0, now);
+    for (let k = 0; k < want; k++) assert.ok(batch.spend(1, now + 1));
+    now += 2;
+  }
+  assert.equal(want, 128);
+  // The window is spent: the next take is refused, and the key is denied here until the window's end.
+  const refusedSize = batch.want(1, now);
+  batch.rejected(500, now);
+  now += 500;
+  // Nothing could be spent meanwhile: that is no measure of the demand.
+  assert.equal(batch.want(1, now), refusedSize);
+});
+
+test("a take late in a batch's window asks only for the demand of the time left: none stranded at its end", () => {
+  const batch = new Batch(10_000);
+  let now = 0;
+  let want = 0;
+  for (let i = 0; i < 10; i++) {
+    want = batch.want(1, now);
+    batch.filled(want, 'm', 100 - now, 1000, 0, now); // one window: void at 100
+    for (let k = 0; k < want; k++) assert.ok(batch.spend(1, now + 1));
+    now += 2;
+  }
+  // 10 ms before the end: a fifth of BATCH_TARGET_MS's worth of the demand.
+  now = 90;
+  for (let k = 0; k < 5; k++) batch.spend(1, now);
+  const late = batch.want(1, now);
+  assert.ok(late <= Math.ceil(batch.size / 5), `${late} asked with 10 ms left, size ${batch.size}`);
+});

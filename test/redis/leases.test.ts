@@ -388,7 +388,7 @@ test('onUnavailable answers a take Redis cannot serve', async () => {
   broken.disconnect();
 });
 
-test('leases: a boolean, for windows, token buckets and concurrency that do not count rejections', () => {
+test("leases: true, false or 'auto', for windows, token buckets and concurrency that do not count rejections", () => {
   const name = uniqueName();
   assert.throws(
     () => store.limiter(LOGIN(), { name, leases: true }),
@@ -421,8 +421,8 @@ test('leases: a boolean, for windows, token buckets and concurrency that do not 
     /countRejected must be false/,
   );
   assert.throws(
-    () => store.limiter(fixedWindow({ permitLimit: 5, window: 1000 }), { name, leases: 'auto' as never }),
-    /store\.limiter: leases must be a boolean; got "auto"/,
+    () => store.limiter(fixedWindow({ permitLimit: 5, window: 1000 }), { name, leases: 1 as never }),
+    /store\.limiter: leases must be true, false or 'auto'; got 1/,
   );
   // Tiers: checked per key, when the key's limiter is first seen.
   const tiers = store.partitioned({
