@@ -90,11 +90,13 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions): RateLimitedF
         if (config.onLimited === 'respond') return localResponse(admitted);
         throw admitted;
       }
+      const { lease, ticket } = admitted;
       let response: Response;
       try {
         response = await inner(replayable && request ? request.clone() : input, init);
       } catch (error) {
-        admitted.release();
+        gate.failed(ticket);
+        lease.release();
         const aborted = signal?.aborted === true;
         gate.settle(key, { error }, aborted);
         if (!replayable || aborted) throw error;
@@ -107,19 +109,19 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions): RateLimitedF
       const header = (name: string) => response.headers.get(name);
       gate.settle(key, { status }, false);
       // Only a refusal that paused is retried: an answer that only said nothing is left is the caller's.
-      const paused = gate.observe(key, status, header) !== undefined && gate.refuses(status);
+      const paused = gate.observe(key, status, header, ticket) !== undefined && gate.refuses(status);
       if (replayable && !signal?.aborted) {
         const decision = gate.retryAfter(key, origin, method, attempt, { status }, paused, header);
         if (decision.retry) {
-          admitted.release();
+          lease.release();
           // Nobody will read this answer: cancelling frees the connection for the retry.
           await response.body?.cancel().catch(() => {});
           await sleep(decision.delayMs, signal);
           continue;
         }
       }
-      if (cost !== undefined) settleFrom(cost, response, admitted);
-      return holdsPermits(admitted) ? releaseOnBody(response, admitted) : response;
+      if (cost !== undefined) settleFrom(cost, response, lease);
+      return holdsPermits(lease) ? releaseOnBody(response, lease) : response;
     }
   };
 
