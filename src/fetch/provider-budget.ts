@@ -6,7 +6,7 @@ import type { ProviderQuota } from './provider-headers.ts';
  * faster than the provider refills: a call waits until every unit has room for its cost (1 request; its
  * estimate in every token unit). Both providers document their quotas as continuously refilled buckets, so each
  * unit is mirrored as one: the limit, the refill rate — a lower bound learned from the answers, `(limit −
- * remaining) / (reset + the reset's precision)`, the largest seen — and what the last answer said was left.
+ * remaining − 1) / (reset + the reset's precision)`, the largest seen — and what the last answer said was left.
  *
  * An answer's `remaining` counts the calls the provider had seen when it answered; it may not count those still
  * in flight, nor those in flight when the answered call left. Those are subtracted again (`uncounted`), so the
@@ -157,8 +157,9 @@ export class ProviderBudgets {
         m = { limit: q.limit, rate: 0, left: q.limit, at: now, uncounted: 0 };
         p.mirrors.set(unit, m);
       }
-      if (q.resetMs !== undefined && q.resetMs > 0 && q.remaining < q.limit) {
-        m.rate = Math.max(m.rate, (q.limit - q.remaining) / (q.resetMs + q.resetPrecisionMs));
+      // A lower bound: `remaining` may be rounded down (one less than is left) and the reset rounded.
+      if (q.resetMs !== undefined && q.resetMs > 0 && q.remaining < q.limit - 1) {
+        m.rate = Math.max(m.rate, (q.limit - q.remaining - 1) / (q.resetMs + q.resetPrecisionMs));
       }
       m.left = Math.min(q.remaining, q.limit);
       m.at = now;
