@@ -8,10 +8,11 @@ import type { ProviderQuota } from './provider-headers.ts';
  * unit is mirrored as one: the limit, the refill rate — a lower bound learned from the answers, `(limit −
  * remaining − 1) / (reset + the reset's precision)`, the largest seen — and what the last answer said was left.
  *
- * An answer's `remaining` counts the calls the provider had seen when it answered; it may not count those still
- * in flight, nor those in flight when the answered call left. Those are subtracted again (`uncounted`), so the
- * mirror errs low: it may wait a little too long, never send what the provider would refuse, as long as the
- * estimates are at least what the provider charges when a call arrives.
+ * An answer's `remaining` counts the calls the provider had seen when it answered: those sent before it (calls
+ * reach the provider in the order they leave), but perhaps not those sent after it nor those still on their
+ * way. Those are subtracted (`uncounted`), and an answer overtaken by a later call's answer may only lower the
+ * mirror, so it errs low: it may wait a little too long, not send what the provider would refuse, as long as
+ * the estimates are at least what the provider charges when a call arrives.
  */
 
 /** One unit of a provider's quota, as the client mirrors it. */
@@ -24,6 +25,8 @@ interface Mirror {
   at: number;
   /** Costs of the calls sent that `left` may not count. */
   uncounted: number;
+  /** The order in which the call whose answer said `left` was sent. */
+  sentAt: number;
 }
 
 /** One call's place in line, then in flight: made by {@link ProviderBudgets.enter}. */
@@ -153,28 +156,39 @@ export class ProviderBudgets {
       if (q.limit === undefined || q.remaining === undefined || q.limit <= 0) continue;
       const unit = `${q.provider}:${q.unit}`;
       let m = p.mirrors.get(unit);
+      let fresh = true;
       if (m === undefined || m.limit !== q.limit) {
-        m = { limit: q.limit, rate: 0, left: q.limit, at: now, uncounted: 0 };
+        m = { limit: q.limit, rate: 0, left: q.limit, at: now, uncounted: 0, sentAt: 0 };
         p.mirrors.set(unit, m);
-      }
+      } else fresh = ticket.sentAt > m.sentAt;
       // A lower bound: `remaining` may be rounded down (one less than is left) and the reset rounded.
       if (q.resetMs !== undefined && q.resetMs > 0 && q.remaining < q.limit - 1) {
         m.rate = Math.max(m.rate, (q.limit - q.remaining - 1) / (q.resetMs + q.resetPrecisionMs));
       }
-      m.left = Math.min(q.remaining, q.limit);
-      m.at = now;
-      // Not counted, perhaps: every call sent but this one, unless answered before this one left.
+      // Not counted, perhaps: the calls sent after this one, and those sent before it still unanswered (calls
+      // reach the provider in the order they leave, give or take those still on their way).
       let uncounted = 0;
       for (const t of p.sent) {
-        if (t === ticket || (t.answeredAt !== undefined && t.answeredAt < ticket.sentAt)) continue;
+        if (t === ticket || (t.answeredAt !== undefined && (t.sentAt ?? 0) < ticket.sentAt)) continue;
         uncounted += t.cost(unit);
       }
-      m.uncounted = uncounted;
+      const left = Math.min(q.remaining, q.limit);
+      if (fresh) {
+        m.left = left;
+        m.at = now;
+        m.uncounted = uncounted;
+        m.sentAt = ticket.sentAt;
+      } else if (left - uncounted < m.left + m.rate * (now - m.at) - m.uncounted) {
+        // An answer overtaken by a later call's: it may lower what is believed left, never raise it.
+        m.left = left;
+        m.at = now;
+        m.uncounted = uncounted;
+      }
     }
-    // A call answered before every call still in flight left is counted by every answer to come.
+    // An answered call sent before every call still in flight is counted by every answer to come.
     let oldest = Number.POSITIVE_INFINITY;
     for (const t of p.sent) if (t.answeredAt === undefined) oldest = Math.min(oldest, t.sentAt ?? 0);
-    p.sent = p.sent.filter((t) => t.answeredAt === undefined || t.answeredAt > oldest);
+    p.sent = p.sent.filter((t) => t.answeredAt === undefined || (t.sentAt ?? 0) > oldest);
     this.wake(p);
   }
 
