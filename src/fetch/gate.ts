@@ -188,7 +188,7 @@ export class Gate {
       return mode === 'wait' ? undefined : new RateLimitedError('paused', ms, key);
     };
     for (;;) {
-      let wait = this.pauses?.remaining(key) ?? 0;
+      const wait = this.pauses?.remaining(key) ?? 0;
       if (wait > 0) {
         const refusal = pausedFor(wait);
         if (refusal) return refusal;

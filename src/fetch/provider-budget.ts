@@ -96,7 +96,8 @@ export class ProviderBudgets {
       const level = m.left + m.rate * (now - m.at);
       if (level >= need) continue;
       if (m.rate > 0) wait = Math.max(wait, (need - level) / m.rate);
-      else if (p.sent.some((t) => t.answeredAt === undefined)) wait = Math.max(wait, Number.POSITIVE_INFINITY);
+      else if (p.sent.some((t) => t.answeredAt === undefined))
+        wait = Math.max(wait, Number.POSITIVE_INFINITY);
     }
     // Unknown (a rate not learned yet, calls in flight): until an answer says.
     return Number.isFinite(wait) ? Math.min(wait, this.options.maxMs) : wait;
@@ -106,14 +107,17 @@ export class ProviderBudgets {
   hold(ticket: Ticket, ms: number, signal: AbortSignal | undefined): Promise<void> {
     const p = this.partition(ticket.key);
     return new Promise((resolve, reject) => {
-      const done = () => {
+      const finish = () => {
         clearTimeout(timer);
         p.wakers.delete(done);
         signal?.removeEventListener('abort', onAbort);
+      };
+      const done = () => {
+        finish();
         resolve();
       };
       const onAbort = () => {
-        done();
+        finish();
         reject(signal?.reason);
       };
       const delay = Number.isFinite(ms) ? Math.max(1, Math.ceil(ms)) : RECHECK_MS;

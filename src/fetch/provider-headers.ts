@@ -114,7 +114,14 @@ export function providerQuotas(header: Header, now: number, responseDate?: numbe
     const resetMs = at === undefined ? undefined : Math.max(0, at - (responseDate ?? now));
     if (limit !== undefined || remaining !== undefined || resetMs !== undefined) {
       const resetPrecision = resetMs === undefined ? 0 : resetPrecisionMs(reset, true);
-      quotas.push({ provider: 'anthropic', unit, limit, remaining, resetMs, resetPrecisionMs: resetPrecision });
+      quotas.push({
+        provider: 'anthropic',
+        unit,
+        limit,
+        remaining,
+        resetMs,
+        resetPrecisionMs: resetPrecision,
+      });
     }
   }
   return quotas;

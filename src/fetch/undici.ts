@@ -346,7 +346,8 @@ class Call implements Handler {
     if (this.cost?.actual === undefined || lease === undefined || status < 200 || NO_BODY.has(status)) return;
     const fields = new globalThis.Headers();
     for (const [name, value] of Object.entries(headers)) {
-      for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) fields.append(name, one);
+      for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value])
+        fields.append(name, one);
     }
     const body = new ReadableStream<Uint8Array>({
       start: (controller) => {

@@ -153,7 +153,10 @@ function simulate(s: Scenario): Outcome {
           outcome.tokens += call.input + call.output;
           at(now + s.generationMs, () => {
             refill(buckets.tokens);
-            buckets.tokens.level = Math.min(buckets.tokens.size, buckets.tokens.level + call.max - call.output);
+            buckets.tokens.level = Math.min(
+              buckets.tokens.size,
+              buckets.tokens.level + call.max - call.output,
+            );
           });
         } else {
           outcome.refused++;
@@ -207,7 +210,10 @@ test('paced to the provider fields at 1.5–4× its token rate: no refusal after
     fc.property(scenario, (s) => {
       const o = simulate(s);
       assert.equal(o.refusedAfterFirstAnswer, 0, `refused after the first answer: ${JSON.stringify(o)}`);
-      assert.ok(o.throughput >= 0.95, `throughput ${o.throughput.toFixed(3)} of the limit: ${JSON.stringify(o)}`);
+      assert.ok(
+        o.throughput >= 0.95,
+        `throughput ${o.throughput.toFixed(3)} of the limit: ${JSON.stringify(o)}`,
+      );
     }),
     { numRuns: 25 },
   );

@@ -152,7 +152,10 @@ describe('rateLimitedFetch against an imitation provider with its own limits', (
       assert.ok(held instanceof RateLimitedError && held.reason === 'paused', String(held));
       // The refill rate learned from the fields: 999 tokens in the reset (60 s, give or take its precision).
       const wait = held.retryAfterMs ?? 0;
-      assert.ok(wait > 17_000 && wait < 19_000, `held for ${wait} ms: 300 tokens' refill, not 60 s until full`);
+      assert.ok(
+        wait > 17_000 && wait < 19_000,
+        `held for ${wait} ms: 300 tokens' refill, not 60 s until full`,
+      );
       assert.equal(provider.hits.length - before, 2, 'the answer that emptied the tokens was not retried');
       const waiting = rateLimitedFetch({
         limiter: tokenBucket({ tokenLimit: 10_000, tokensPerPeriod: 10_000, period: '1s' }),
