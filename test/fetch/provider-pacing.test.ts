@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { llmUsage, RateLimitedError, rateLimitedFetch } from '../../src/fetch/index.ts';
+import { llmUsage, rateLimitedFetch } from '../../src/fetch/index.ts';
 import { partitioned, tokenBucket } from '../../src/index.ts';
 import { chargeOf, type Provider, startProvider } from './llm-provider.ts';
 
