@@ -34,7 +34,9 @@ export interface RateLimitedFetch {
  * partition (its origin, or `key(url)`) before it leaves; with `onLimited` it then waits (default, in the
  * limiter's queue, abortable through the request's own `signal`), throws a {@link RateLimitedError}, or resolves
  * with a local `429` that never reached the network. A `429`/`503` answer with `Retry-After` or a draft-10
- * `RateLimit` field pauses the partition: no call to it leaves before the time given. A concurrency permit is
+ * `RateLimit` field pauses the partition: no call to it leaves before the time given. An LLM provider's
+ * rate-limit fields (OpenAI's `x-ratelimit-*`, Anthropic's `anthropic-ratelimit-*`) pace the calls after them to
+ * what each unit has left and its refill rate, learned from the answers. A concurrency permit is
  * held until the response body is read to the end or cancelled: always consume or cancel bodies. With `retry`,
  * failed idempotent calls (network errors, timeouts, 5xx) are sent again after a jittered backoff, within a retry
  * budget; with `adaptive`, calls are rejected locally (a {@link ThrottledError}) while most recent calls fail.
