@@ -116,10 +116,12 @@ async function run(contender: Contender, dialect: string, seed: number): Promise
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     const url = provider.url(`/${dialect}/${call.form}/${call.input}/${call.output}?max_tokens=${call.max}`);
     pending.push(
-      client(url, { method: 'POST', body: '{}', signal: stop.signal }).then(
-        (response) => response.arrayBuffer().then(() => {}),
-        () => {},
-      ),
+      client(url, { method: 'POST', body: '{}', signal: stop.signal })
+        .then((response) => response.arrayBuffer())
+        .then(
+          () => {},
+          () => {}, // aborted at the end of the run, waiting or reading
+        ),
     );
     next += (call.input + call.output) / (LOAD * perMs);
   }
