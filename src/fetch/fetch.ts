@@ -34,7 +34,9 @@ export interface RateLimitedFetch {
  * partition (its origin, or `key(url)`) before it leaves; with `onLimited` it then waits (default, in the
  * limiter's queue, abortable through the request's own `signal`), throws a {@link RateLimitedError}, or resolves
  * with a local `429` that never reached the network. A `429`/`503` answer with `Retry-After` or a draft-10
- * `RateLimit` field pauses the partition: no call to it leaves before the time given. A concurrency permit is
+ * `RateLimit` field pauses the partition: no call to it leaves before the time given. An LLM provider's
+ * rate-limit fields (OpenAI's `x-ratelimit-*`, Anthropic's `anthropic-ratelimit-*`) pace the calls after them to
+ * what each unit has left and its refill rate, learned from the answers. A concurrency permit is
  * held until the response body is read to the end or cancelled: always consume or cancel bodies. With `retry`,
  * failed idempotent calls (network errors, timeouts, 5xx) are sent again after a jittered backoff, within a retry
  * budget; with `adaptive`, calls are rejected locally (a {@link ThrottledError}) while most recent calls fail.
@@ -90,11 +92,13 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions): RateLimitedF
         if (config.onLimited === 'respond') return localResponse(admitted);
         throw admitted;
       }
+      const { lease, ticket } = admitted;
       let response: Response;
       try {
         response = await inner(replayable && request ? request.clone() : input, init);
       } catch (error) {
-        admitted.release();
+        gate.failed(ticket);
+        lease.release();
         const aborted = signal?.aborted === true;
         gate.settle(key, { error }, aborted);
         if (!replayable || aborted) throw error;
@@ -107,19 +111,19 @@ export function rateLimitedFetch(options: RateLimitedFetchOptions): RateLimitedF
       const header = (name: string) => response.headers.get(name);
       gate.settle(key, { status }, false);
       // Only a refusal that paused is retried: an answer that only said nothing is left is the caller's.
-      const paused = gate.observe(key, status, header) !== undefined && gate.refuses(status);
+      const paused = gate.observe(key, status, header, ticket) !== undefined && gate.refuses(status);
       if (replayable && !signal?.aborted) {
         const decision = gate.retryAfter(key, origin, method, attempt, { status }, paused, header);
         if (decision.retry) {
-          admitted.release();
+          lease.release();
           // Nobody will read this answer: cancelling frees the connection for the retry.
           await response.body?.cancel().catch(() => {});
           await sleep(decision.delayMs, signal);
           continue;
         }
       }
-      if (cost !== undefined) settleFrom(cost, response, admitted);
-      return holdsPermits(admitted) ? releaseOnBody(response, admitted) : response;
+      if (cost !== undefined) settleFrom(cost, response, lease);
+      return holdsPermits(lease) ? releaseOnBody(response, lease) : response;
     }
   };
 

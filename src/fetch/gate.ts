@@ -6,7 +6,8 @@ import type { CallOutcome } from './failure.ts';
 import { parseHttpDate, rateLimitWaitMs, retryAfterMs } from './headers.ts';
 import type { ClientConfig, OnLimited } from './options.ts';
 import { PauseBook } from './pause-book.ts';
-import { providerWaitMs, retryAfterMsField } from './provider-headers.ts';
+import { ProviderBudgets, type Ticket } from './provider-budget.ts';
+import { providerQuotas, providerWaitMs, retryAfterMsField } from './provider-headers.ts';
 import { RetryBudget } from './retry-budget.ts';
 import { AdaptiveThrottle } from './throttle.ts';
 
@@ -36,6 +37,12 @@ export type RetryDecision = { retry: true; delayMs: number } | { retry: false };
 
 const NO_RETRY: RetryDecision = { retry: false };
 
+/** A call let through: its lease, and its place in the provider's budgets (answer it with {@link Gate.observe}). */
+export interface Admitted {
+  lease: Lease;
+  ticket: Ticket | undefined;
+}
+
 /**
  * What the fetch wrapper and the undici interceptor share: taking a permit for a partition, honouring the
  * server's pauses, reading answers for new pauses, adaptive throttling, and deciding retries within the budget.
@@ -43,6 +50,8 @@ const NO_RETRY: RetryDecision = { retry: false };
  */
 export class Gate {
   readonly pauses: PauseBook | undefined;
+  /** What LLM providers said is left, per partition and unit: calls are paced to it. */
+  readonly budgets: ProviderBudgets | undefined;
   readonly throttle: AdaptiveThrottle | undefined;
   readonly budget: RetryBudget | undefined;
   readonly statistics: ClientStatistics = {
@@ -66,6 +75,10 @@ export class Gate {
             clock: config.clock,
             random: config.random,
           });
+    this.budgets =
+      pause === false
+        ? undefined
+        : new ProviderBudgets({ clock: config.clock, maxMs: pause.maxMs, maxEntries: pause.maxEntries });
     const { adaptive, retry, clock, random } = config;
     const maxEntries = MAX_HISTORIES;
     this.throttle =
@@ -153,7 +166,8 @@ export class Gate {
 
   /**
    * A granted lease for one call to `key`, or the error saying why the call is refused. Never resolves while
-   * the partition is paused; waits (per `onLimited`, or always when `mode` is `'wait'`) end when `signal` aborts,
+   * the partition is paused, nor before the provider's budgets have room for the call (`tokens` in every token
+   * unit, one request); waits (per `onLimited`, or always when `mode` is `'wait'`) end when `signal` aborts,
    * rejecting with its reason.
    */
   async admit(
@@ -162,9 +176,10 @@ export class Gate {
     signal: AbortSignal | undefined,
     mode: OnLimited = this.config.onLimited,
     permits = 1,
-  ): Promise<Lease | RateLimitedError> {
+    tokens = permits,
+  ): Promise<Admitted | RateLimitedError> {
     let heldByPause = false;
-    const pausedFor = (ms: number): RateLimitedError | undefined => {
+    const pausedFor = (ms: number | undefined): RateLimitedError | undefined => {
       if (!heldByPause) {
         heldByPause = true;
         this.statistics.paused++;
@@ -173,7 +188,7 @@ export class Gate {
       return mode === 'wait' ? undefined : new RateLimitedError('paused', ms, key);
     };
     for (;;) {
-      let wait = this.pauses?.remaining(key) ?? 0;
+      const wait = this.pauses?.remaining(key) ?? 0;
       if (wait > 0) {
         const refusal = pausedFor(wait);
         if (refusal) return refusal;
@@ -194,24 +209,59 @@ export class Gate {
         telemetry().clientCalls.add(1, { result: 'limited', origin });
         return new RateLimitedError(lease.reason ?? 'limit', retry, key);
       }
-      // A pause may have begun while this call waited in the queue: nothing leaves before it ends.
-      for (wait = this.pauses?.remaining(key) ?? 0; wait > 0; wait = this.pauses?.remaining(key) ?? 0) {
-        const refusal = pausedFor(wait);
+      const ticket = this.budgets?.enter(key, tokens);
+      try {
+        const refusal = await this.hold(key, ticket, signal, pausedFor);
         if (refusal) {
           lease.release();
           return refusal;
         }
-        try {
-          await sleep(wait, signal);
-        } catch (error) {
-          lease.release();
-          throw error;
-        }
+      } catch (error) {
+        lease.release();
+        throw error;
       }
       this.statistics.sent++;
       telemetry().clientCalls.add(1, { result: 'sent', origin });
-      return lease;
+      return { lease, ticket };
     }
+  }
+
+  /**
+   * Holds a granted call while its partition is paused (a pause may have begun while it waited in the queue:
+   * nothing leaves before it ends) and until the provider's budgets have room for it; `ticket` is then sent.
+   * Returns the refusal when `pausedFor` gives one (it left the line).
+   */
+  private async hold(
+    key: string,
+    ticket: Ticket | undefined,
+    signal: AbortSignal | undefined,
+    pausedFor: (ms: number | undefined) => RateLimitedError | undefined,
+  ): Promise<RateLimitedError | undefined> {
+    const budgets = this.budgets;
+    try {
+      for (;;) {
+        const paused = this.pauses?.remaining(key) ?? 0;
+        const wait = paused > 0 ? paused : ticket === undefined ? 0 : (budgets?.waitMs(ticket) ?? 0);
+        if (wait <= 0) break;
+        const refusal = pausedFor(Number.isFinite(wait) ? wait : undefined);
+        if (refusal) {
+          if (ticket) budgets?.leave(ticket);
+          return refusal;
+        }
+        if (paused > 0 || ticket === undefined || budgets === undefined) await sleep(paused, signal);
+        else await budgets.hold(ticket, wait, signal);
+      }
+    } catch (error) {
+      if (ticket) budgets?.leave(ticket);
+      throw error;
+    }
+    if (ticket) budgets?.send(ticket);
+    return undefined;
+  }
+
+  /** A call sent failed without an answer: the budgets stop waiting for its answer. */
+  failed(ticket: Ticket | undefined): void {
+    if (ticket) this.budgets?.answer(ticket, []);
   }
 
   /** Whether `status` is a refusal that pauses (and is retried after the pause): 429 and 503 by default. */
@@ -221,26 +271,29 @@ export class Gate {
   }
 
   /**
-   * Reads an answer: a pausing status with a usable `retry-after-ms`, `Retry-After`, `RateLimit` or provider
-   * fields pauses `key`, and so does any answer whose provider fields say a unit has nothing left (until it
-   * resets). Returns the milliseconds the partition is now paused for, or `undefined` when it pauses nothing.
+   * Reads an answer: its LLM provider fields (any status) update the budgets `ticket`'s partition is paced to,
+   * and a pausing status with a usable `retry-after-ms`, `Retry-After`, `RateLimit` or provider fields (the
+   * longest reset among the units with nothing left) pauses `key`. Returns the milliseconds the partition is now
+   * paused for, or `undefined` when it pauses nothing.
    */
   observe(
     key: string,
     status: number,
     header: (name: string) => string | null | undefined,
+    ticket?: Ticket,
   ): number | undefined {
     const pause = this.config.pause;
     if (pause === false) return undefined;
     const now = this.config.now();
-    // An LLM provider saying a unit has nothing left (any status): the next call would be refused until it resets.
-    const provider = () => providerWaitMs(header, now, parseHttpDate(header('date')?.trim() ?? ''));
-    const wait = pause.statuses.includes(status)
-      ? (retryAfterMsField(header('retry-after-ms')) ??
-        retryAfterMs(header('retry-after'), now, header('date')) ??
-        rateLimitWaitMs(header('ratelimit')) ??
-        provider())
-      : provider();
+    const date = parseHttpDate(header('date')?.trim() ?? '');
+    // An LLM provider's fields (any status): the calls after this one are paced to what it says is left.
+    if (ticket) this.budgets?.answer(ticket, providerQuotas(header, now, date));
+    if (!pause.statuses.includes(status)) return undefined;
+    const wait =
+      retryAfterMsField(header('retry-after-ms')) ??
+      retryAfterMs(header('retry-after'), now, header('date')) ??
+      rateLimitWaitMs(header('ratelimit')) ??
+      providerWaitMs(header, now, date);
     if (wait === undefined || wait <= 0) return undefined;
     return this.pauses?.pause(key, wait);
   }

@@ -24,5 +24,10 @@ export type {
   PauseOptions,
   RetryOptions,
 } from './options.ts';
-export { type RateLimitInterceptor, rateLimitInterceptor } from './undici.ts';
+export {
+  type InterceptedRequest,
+  type RateLimitInterceptor,
+  type RateLimitInterceptorOptions,
+  rateLimitInterceptor,
+} from './undici.ts';
 export { jsonUsage, llmUsage, sseUsage } from './usage.ts';

@@ -14,6 +14,7 @@ export const CLIENT_OPTIONS = [
   'random',
 ] as const;
 export const FETCH_OPTIONS = [...CLIENT_OPTIONS, 'fetch', 'cost'] as const;
+export const INTERCEPTOR_OPTIONS = [...CLIENT_OPTIONS, 'cost'] as const;
 export const PAUSE_OPTIONS = ['statuses', 'max', 'jitter', 'maxEntries'] as const;
 export const RETRY_OPTIONS = [
   'attempts',

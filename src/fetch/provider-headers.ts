@@ -17,6 +17,11 @@ export interface ProviderQuota {
   readonly remaining: number | undefined;
   /** Milliseconds until the quota resets, from the response. */
   readonly resetMs: number | undefined;
+  /**
+   * The precision of `resetMs`: the reset may come up to this much later than it says (`6m0s` is whole seconds,
+   * `1.234s` milliseconds; an RFC 3339 time without a fraction is whole seconds). 0 without a reset.
+   */
+  readonly resetPrecisionMs: number;
 }
 
 type Header = (name: string) => string | null | undefined;
@@ -38,6 +43,22 @@ export function parseProviderDuration(value: string | null | undefined): number 
   if (!m || (m[1] ?? m[2] ?? m[3] ?? m[4]) === undefined) return undefined;
   const part = (s: string | undefined, ms: number) => (s === undefined ? 0 : Number(s) * ms);
   return part(m[1], 3_600_000) + part(m[2], 60_000) + part(m[3], 1000) + part(m[4], 1);
+}
+
+/**
+ * The precision of a provider's reset, in milliseconds: the unit of its last digit (`6m0s` → 1000, `1.25s` → 10,
+ * `20ms` → 1; an RFC 3339 time: its fraction's last digit, else whole seconds), or 0 when it does not parse.
+ */
+export function resetPrecisionMs(value: string | null | undefined, rfc3339: boolean): number {
+  const text = value?.trim() ?? '';
+  if (rfc3339) {
+    const m = RFC3339.exec(text);
+    return m === null ? 0 : m[7] === undefined ? 1000 : 1000 / 10 ** Math.min(3, m[7].length - 1);
+  }
+  const m = /(\d+)(?:\.(\d+))?(h|ms|m|s)$/.exec(text);
+  if (m === null || parseProviderDuration(text) === undefined) return 0;
+  const unit = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 }[m[3] as 'h' | 'm' | 's' | 'ms'];
+  return Math.max(1, unit / 10 ** (m[2]?.length ?? 0));
 }
 
 /** An RFC 3339 date-time (`2026-12-06T02:15:30Z`, offsets and fractions allowed) in epoch ms, or `undefined`. */
@@ -77,19 +98,30 @@ export function providerQuotas(header: Header, now: number, responseDate?: numbe
   for (const unit of OPENAI_UNITS) {
     const limit = count(`x-ratelimit-limit-${unit}`);
     const remaining = count(`x-ratelimit-remaining-${unit}`);
-    const resetMs = parseProviderDuration(header(`x-ratelimit-reset-${unit}`));
+    const reset = header(`x-ratelimit-reset-${unit}`);
+    const resetMs = parseProviderDuration(reset);
     if (limit !== undefined || remaining !== undefined || resetMs !== undefined) {
-      quotas.push({ provider: 'openai', unit, limit, remaining, resetMs });
+      const resetPrecision = resetMs === undefined ? 0 : resetPrecisionMs(reset, false);
+      quotas.push({ provider: 'openai', unit, limit, remaining, resetMs, resetPrecisionMs: resetPrecision });
     }
   }
   for (const unit of ANTHROPIC_UNITS) {
     const prefix = `anthropic-ratelimit-${unit}-`;
     const limit = count(`${prefix}limit`);
     const remaining = count(`${prefix}remaining`);
-    const at = parseRfc3339(header(`${prefix}reset`));
+    const reset = header(`${prefix}reset`);
+    const at = parseRfc3339(reset);
     const resetMs = at === undefined ? undefined : Math.max(0, at - (responseDate ?? now));
     if (limit !== undefined || remaining !== undefined || resetMs !== undefined) {
-      quotas.push({ provider: 'anthropic', unit, limit, remaining, resetMs });
+      const resetPrecision = resetMs === undefined ? 0 : resetPrecisionMs(reset, true);
+      quotas.push({
+        provider: 'anthropic',
+        unit,
+        limit,
+        remaining,
+        resetMs,
+        resetPrecisionMs: resetPrecision,
+      });
     }
   }
   return quotas;

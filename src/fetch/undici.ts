@@ -4,11 +4,14 @@ import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { describe } from '../duration.ts';
 import type { Lease } from '../limiters/lease.ts';
+import { type CostConfig, costConfig, estimateOf, settleWith } from './cost.ts';
 import { RateLimitedError } from './errors.ts';
 import type { CallOutcome } from './failure.ts';
 import { type ClientStatistics, Gate, type RetryDecision, sleep } from './gate.ts';
 import { LOCAL_HEADER, localStatus } from './local-response.ts';
+import { INTERCEPTOR_OPTIONS } from './option-names.ts';
 import { type ClientOptions, clientConfig } from './options.ts';
+import type { Ticket } from './provider-budget.ts';
 
 type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
@@ -23,6 +26,28 @@ export type DispatchFunction = (
   options: { origin?: string | URL; path: string; method: string },
   handler: object,
 ) => boolean;
+
+/** What an intercepted request is, for its cost estimate: undici's dispatch options, by their shape. */
+export interface InterceptedRequest {
+  method: string;
+  path: string;
+  headers?: unknown;
+  body?: unknown;
+}
+
+/** Options of {@link rateLimitInterceptor}. */
+export interface RateLimitInterceptorOptions extends ClientOptions {
+  /**
+   * What a call costs, for a limiter that counts cost (`unit: 'tokens'`): each call asks for `estimate(url,
+   * request)` permits and is settled at `actual(response)` — a `Response` whose body is a copy of the chunks
+   * the caller's handler receives, read as they arrive (`llmUsage`, `jsonUsage`, `sseUsage`). Default: one
+   * permit per call.
+   */
+  cost?: {
+    estimate: (url: URL, request: InterceptedRequest) => number;
+    actual?: (response: Response) => number | undefined | PromiseLike<number | undefined>;
+  };
+}
 
 /** An undici interceptor (`Dispatcher.DispatcherComposeInterceptor`) that also reports what it counted. */
 export interface RateLimitInterceptor {
@@ -48,19 +73,27 @@ export interface RateLimitInterceptor {
  * const agent = new Agent().compose(rateLimitInterceptor({ limiter: tokenBucket({ … }), retry: 2 }));
  * const { statusCode, body } = await request('https://api.example.com/items', { dispatcher: agent });
  */
-export function rateLimitInterceptor(options: ClientOptions): RateLimitInterceptor {
-  const config = clientConfig('rateLimitInterceptor', options);
+export function rateLimitInterceptor(options: RateLimitInterceptorOptions): RateLimitInterceptor {
+  const config = clientConfig('rateLimitInterceptor', options, INTERCEPTOR_OPTIONS);
+  const cost = costConfig<InterceptedRequest>(
+    'rateLimitInterceptor',
+    options.cost,
+    options.limiter?.shape?.timeBased,
+  );
   const gate = new Gate(config);
   const interceptor: Dispatcher.DispatcherComposeInterceptor = (dispatch) =>
     function rateLimited(opts: Dispatcher.DispatchOptions, handler: Handler): boolean {
       let origin: string;
       let key: string;
+      let permits = 1;
       try {
         origin = originOf(opts.origin);
-        key = config.key === undefined ? origin : config.key(new URL(opts.path, origin));
+        const url = new URL(opts.path, origin);
+        key = config.key === undefined ? origin : config.key(url);
         if (typeof key !== 'string') {
           throw new TypeError(`rateLimitInterceptor: key() must return a string; got ${describe(key)}`);
         }
+        if (cost !== undefined) permits = estimateOf('rateLimitInterceptor', cost, url, opts);
       } catch (error) {
         handler.onResponseError?.(new Facade(), error as Error);
         return true;
@@ -74,6 +107,8 @@ export function rateLimitInterceptor(options: ClientOptions): RateLimitIntercept
         key,
         origin,
         signal instanceof AbortSignal ? signal : undefined,
+        permits,
+        cost,
       );
       call.start();
       // The request is ours now, queued or sent: the dispatcher can take more.
@@ -125,6 +160,9 @@ class Call implements Handler {
   private started = false;
   private attempts = 0;
   private lease: Lease | undefined;
+  private ticket: Ticket | undefined;
+  /** The copy of the answer's body the cost reader reads, while it reads. */
+  private copy: ReadableStreamDefaultController<Uint8Array> | undefined;
   /** The answer in flight is read to its end and dropped; the call is sent again after `delayMs`. */
   private retrying = false;
   private delayMs = 0;
@@ -139,6 +177,8 @@ class Call implements Handler {
     private readonly key: string,
     private readonly origin: string,
     private readonly signal: AbortSignal | undefined,
+    private readonly permits: number,
+    private readonly cost: CostConfig<InterceptedRequest> | undefined,
   ) {}
 
   /** Sends the call, unless the throttler rejects it. */
@@ -151,7 +191,7 @@ class Call implements Handler {
 
   private attempt(): void {
     const mode = this.attempts > 0 ? 'wait' : this.gate.config.onLimited;
-    this.gate.admit(this.key, this.origin, this.signal, mode).then(
+    this.gate.admit(this.key, this.origin, this.signal, mode, this.permits).then(
       (admitted) => {
         if (admitted instanceof RateLimitedError) {
           if (this.gate.config.onLimited === 'respond') this.respondLocally(admitted);
@@ -159,11 +199,13 @@ class Call implements Handler {
           return;
         }
         if (this.facade.aborted) {
-          admitted.release();
+          this.gate.failed(admitted.ticket);
+          admitted.lease.release();
           this.fail(this.facade.reason as Error);
           return;
         }
-        this.lease = admitted;
+        this.lease = admitted.lease;
+        this.ticket = admitted.ticket;
         this.retrying = false;
         try {
           this.dispatch(this.opts, this);
@@ -197,7 +239,8 @@ class Call implements Handler {
     const outcome = { status: statusCode };
     this.gate.settle(this.key, outcome, false);
     const paused =
-      this.gate.observe(this.key, statusCode, header) !== undefined && this.gate.refuses(statusCode);
+      this.gate.observe(this.key, statusCode, header, this.ticket) !== undefined &&
+      this.gate.refuses(statusCode);
     if (this.mayRetry()) {
       const decision = this.decide(outcome, paused, header);
       if (decision.retry) {
@@ -208,11 +251,15 @@ class Call implements Handler {
       }
     }
     this.delivered = true;
+    this.readCost(statusCode, headers);
     this.handler.onResponseStart?.(this.facade, statusCode, headers, statusMessage);
   }
 
   onResponseData(_controller: Controller, chunk: Buffer): void {
-    if (!this.retrying) this.handler.onResponseData?.(this.facade, chunk);
+    if (this.retrying) return;
+    // A copy: undici may reuse the chunk's memory once the handler returns.
+    this.copy?.enqueue(new Uint8Array(chunk));
+    this.handler.onResponseData?.(this.facade, chunk);
   }
 
   onResponseEnd(_controller: Controller, trailers: Headers): void {
@@ -221,10 +268,15 @@ class Call implements Handler {
       this.again();
       return;
     }
+    this.copy?.close();
+    this.copy = undefined;
     this.handler.onResponseEnd?.(this.facade, trailers);
   }
 
   onResponseError(_controller: Controller, error: Error): void {
+    this.gate.failed(this.ticket);
+    this.copy?.error(error);
+    this.copy = undefined;
     this.release();
     // An error while the dropped answer was read: the retry was decided already.
     if (this.retrying) {
@@ -285,6 +337,29 @@ class Call implements Handler {
     return body == null || typeof body === 'string' || body instanceof Uint8Array;
   }
 
+  /**
+   * Settles the call's lease at what `cost.actual` reads from a copy of the answer, fed the chunks the caller's
+   * handler receives (nothing is held back). An answer that has no body keeps the estimate.
+   */
+  private readCost(status: number, headers: Headers): void {
+    const lease = this.lease;
+    if (this.cost?.actual === undefined || lease === undefined || status < 200 || NO_BODY.has(status)) return;
+    const fields = new globalThis.Headers();
+    for (const [name, value] of Object.entries(headers)) {
+      for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value])
+        fields.append(name, one);
+    }
+    const body = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        this.copy = controller;
+      },
+      cancel: () => {
+        this.copy = undefined;
+      },
+    });
+    settleWith(this.cost as CostConfig<never>, new Response(body, { status, headers: fields }), lease);
+  }
+
   private release(): void {
     const lease = this.lease;
     this.lease = undefined;
@@ -327,6 +402,9 @@ class Call implements Handler {
     }
   }
 }
+
+/** Statuses whose answers have no body (a `Response` refuses one). */
+const NO_BODY = new Set([204, 205, 304]);
 
 function originOf(origin: string | URL | undefined): string {
   if (origin === undefined) throw new TypeError('rateLimitInterceptor: the request has no origin');

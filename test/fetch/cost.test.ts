@@ -120,3 +120,80 @@ test('bad cost options and estimates: errors naming them', async () => {
   const huge = rateLimitedFetch({ limiter: budget(), cost: { estimate: () => 20_000 } });
   await assert.rejects(huge(provider.url('/none')), { name: 'RangeError', message: /the limit \(10000\)/ });
 });
+
+test('bad estimates reject the call before anything is sent: negative, fractional, non-finite, not a number', async () => {
+  const before = provider.hits.length;
+  for (const bad of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '5', undefined]) {
+    const api = rateLimitedFetch({ limiter: budget(), cost: { estimate: () => bad as number } });
+    await assert.rejects(api(provider.url('/none')), {
+      name: 'RangeError',
+      message: /rateLimitedFetch: cost.estimate\(\) must return a whole number ≥ 0; got /,
+    });
+  }
+  const throwing = rateLimitedFetch({
+    limiter: budget(),
+    cost: {
+      estimate: () => {
+        throw new Error('no estimate');
+      },
+    },
+  });
+  await assert.rejects(throwing(provider.url('/none')), { message: 'no estimate' });
+  assert.equal(provider.hits.length, before, 'nothing was sent');
+});
+
+test('a reader that throws, or reports a non-finite, negative or fractional cost, keeps the estimate', async () => {
+  const { limiter, left } = perOrigin();
+  const readers = [
+    () => {
+      throw new Error('reader broke');
+    },
+    () => Number.POSITIVE_INFINITY,
+    () => -3,
+    () => 2.5,
+    () => '12' as unknown as number,
+  ];
+  for (const actual of readers) {
+    const api = rateLimitedFetch({ limiter, cost: { estimate: () => 7, actual } });
+    const response = await api(provider.url('/openai/json/5/5'));
+    assert.equal((await response.json()).usage.total_tokens, 10, "the caller's body is untouched");
+  }
+  for (let i = 0; i < 100; i++) await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(left(), 10_000 - 7 * readers.length);
+});
+
+test('the undici interceptor takes a cost: the estimate reserved, settled from a copy of the body, streams included', async () => {
+  const { Agent, request } = await import('undici');
+  const { rateLimitInterceptor } = await import('../../src/fetch/index.ts');
+  const { limiter, left } = perOrigin();
+  const agent = new Agent().compose(
+    rateLimitInterceptor({
+      limiter,
+      cost: { estimate: (url) => (url.pathname.includes('sse') ? 50 : 40), actual: llmUsage },
+    }),
+  );
+  try {
+    const json = await request(provider.url('/anthropic/json/20/13'), { dispatcher: agent });
+    assert.equal(((await json.body.json()) as { usage: { output_tokens: number } }).usage.output_tokens, 13);
+    await eventually(() => left() === 10_000 - 33);
+    const stream = await request(provider.url('/openai/sse/30/12'), { dispatcher: agent });
+    // The first event reaches the caller while the provider holds the rest: the estimate is charged meanwhile.
+    const chunks = stream.body[Symbol.asyncIterator]();
+    const first = await chunks.next();
+    assert.match(String(first.value), /^data/);
+    assert.equal(left(), 10_000 - 33 - 50);
+    provider.release();
+    while (!(await chunks.next()).done) {}
+    await eventually(() => left() === 10_000 - 33 - 42);
+    // A body without usage keeps the estimate.
+    await (await request(provider.url('/none'), { dispatcher: agent })).body.text();
+    for (let i = 0; i < 100; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(left(), 10_000 - 33 - 42 - 40);
+  } finally {
+    await agent.close();
+  }
+  assert.throws(() => rateLimitInterceptor({ limiter: budget(), cost: { estimate: 3 } as never }), {
+    name: 'TypeError',
+    message: /rateLimitInterceptor: cost.estimate must be a function/,
+  });
+});

@@ -6,10 +6,11 @@ import {
   parseRfc3339,
   providerQuotas,
   providerWaitMs,
+  resetPrecisionMs,
   retryAfterMsField,
 } from '../../src/fetch/provider-headers.ts';
 import { tokenBucket } from '../../src/index.ts';
-import { type Provider, startProvider } from './llm-provider.ts';
+import { chargeOf, type Provider, startProvider } from './llm-provider.ts';
 
 const from = (fields: Record<string, string>) => (name: string) => fields[name];
 
@@ -33,6 +34,23 @@ describe('provider fields', () => {
       ['2s1m', undefined],
     ];
     for (const [text, ms] of cases) assert.equal(parseProviderDuration(text), ms, text);
+  });
+
+  test("a reset's precision: the unit of its last digit", () => {
+    const cases: [string, boolean, number][] = [
+      ['6m0s', false, 1000],
+      ['1.5s', false, 100],
+      ['1m0.234s', false, 1],
+      ['20ms', false, 1],
+      ['1.5ms', false, 1],
+      ['1h', false, 3_600_000],
+      ['soon', false, 0],
+      ['2026-12-06T02:15:30Z', true, 1000],
+      ['2026-12-06T02:15:30.25Z', true, 10],
+      ['2026-12-06T02:15:30.250123Z', true, 1],
+      ['yesterday', true, 0],
+    ];
+    for (const [text, rfc3339, ms] of cases) assert.equal(resetPrecisionMs(text, rfc3339), ms, text);
   });
 
   test('RFC 3339 times as Anthropic sends them, strictly', () => {
@@ -69,8 +87,15 @@ describe('provider fields', () => {
       'x-ratelimit-reset-tokens': '6m0s',
     });
     assert.deepEqual(providerQuotas(openai, now), [
-      { provider: 'openai', unit: 'requests', limit: 500, remaining: 499, resetMs: 120 },
-      { provider: 'openai', unit: 'tokens', limit: 30_000, remaining: 0, resetMs: 360_000 },
+      { provider: 'openai', unit: 'requests', limit: 500, remaining: 499, resetMs: 120, resetPrecisionMs: 1 },
+      {
+        provider: 'openai',
+        unit: 'tokens',
+        limit: 30_000,
+        remaining: 0,
+        resetMs: 360_000,
+        resetPrecisionMs: 1000,
+      },
     ]);
     assert.equal(providerWaitMs(openai, now), 360_000);
     const anthropic = from({
@@ -104,25 +129,46 @@ describe('rateLimitedFetch against an imitation provider with its own limits', (
 
   const client = () =>
     rateLimitedFetch({
-      limiter: tokenBucket({ tokenLimit: 1000, tokensPerPeriod: 1000, period: '1s' }),
+      limiter: tokenBucket({ tokenLimit: 10_000, tokensPerPeriod: 10_000, period: '1s' }),
+      cost: { estimate: chargeOf },
       onLimited: 'throw',
       pause: { jitter: 0 },
       retry: 2,
     });
 
   for (const vendor of ['openai', 'anthropic']) {
-    test(`${vendor}: an answer that leaves a unit with nothing pauses the origin until it resets, and is not retried`, async () => {
+    test(`${vendor}: an answer that leaves a unit with nothing holds the next call until the unit has room for it, not until it is full`, async () => {
+      // 1000 tokens a minute, refilled continuously: one token every 60 ms.
       provider.limit({ requests: 100, tokens: 1000, windowMs: 60_000 });
       const api = client();
       const before = provider.hits.length;
       assert.equal((await api(provider.url(`/${vendor}/json/600/0`))).status, 200);
-      assert.equal(api.pausedFor(provider.origin), 0, '400 tokens left: no pause');
       assert.equal((await api(provider.url(`/${vendor}/json/400/0`))).status, 200);
-      const paused = api.pausedFor(provider.origin);
-      // (Anthropic's reset is measured from the answer's Date, whole seconds: up to one more.)
-      assert.ok(paused > 55_000 && paused <= 61_000, `paused for ${paused} ms, until the window resets`);
-      await assert.rejects(api(provider.url(`/${vendor}/json/1/0`)), (e) => e instanceof RateLimitedError);
+      assert.equal(api.pausedFor(provider.origin), 0, 'a 200 pauses nothing');
+      const held = await api(provider.url(`/${vendor}/json/300/0`)).then(
+        () => assert.fail('the next call should be held'),
+        (e: unknown) => e,
+      );
+      assert.ok(held instanceof RateLimitedError && held.reason === 'paused', String(held));
+      // The refill rate learned from the fields: 999 tokens in the reset (60 s, give or take its precision).
+      const wait = held.retryAfterMs ?? 0;
+      assert.ok(
+        wait > 17_000 && wait < 19_000,
+        `held for ${wait} ms: 300 tokens' refill, not 60 s until full`,
+      );
       assert.equal(provider.hits.length - before, 2, 'the answer that emptied the tokens was not retried');
+      const waiting = rateLimitedFetch({
+        limiter: tokenBucket({ tokenLimit: 10_000, tokensPerPeriod: 10_000, period: '1s' }),
+        cost: { estimate: chargeOf },
+        pause: { jitter: 0 },
+      });
+      // A client that knows nothing yet is refused once, and learns from that answer's fields.
+      const sent = provider.hits.length;
+      assert.equal((await waiting(provider.url(`/${vendor}/json/5/0`))).status, 429);
+      const statuses = [];
+      for (let i = 0; i < 3; i++) statuses.push((await waiting(provider.url(`/${vendor}/json/5/0`))).status);
+      assert.deepEqual(statuses, [200, 200, 200], 'each waited for its tokens, then was let through');
+      assert.equal(provider.hits.length - sent, 4, 'nothing was refused after the first answer');
     });
   }
 
