@@ -86,11 +86,15 @@ async function mode(title: string, inner: Fetch, parallel: number, calls = CALLS
     for (const i of order) samples[i].push(await run(contenders[i][1], parallel, calls));
   }
   const base = median(samples[0]);
-  console.log(`\n${title} — ${ROUNDS} rounds × ${calls} calls, median µs per call (ratio to plain fetch)`);
+  console.log(
+    `\n${title} — ${ROUNDS} rounds × ${calls} calls, median µs per call (× plain fetch: the median of each ` +
+      "round's ratio, both measured in the same round)",
+  );
   contenders.forEach(([name], i) => {
     const m = median(samples[i]);
+    const ratio = median(samples[i].map((x, round) => x / samples[0][round]));
     const extra = i === 0 ? '' : `  ${m - base >= 0 ? '+' : ''}${(m - base).toFixed(1)} µs`;
-    console.log(`  ${name.padEnd(38)} ${m.toFixed(1).padStart(7)} µs  ×${(m / base).toFixed(3)}${extra}`);
+    console.log(`  ${name.padEnd(38)} ${m.toFixed(1).padStart(7)} µs  ×${ratio.toFixed(3)}${extra}`);
   });
 }
 

@@ -504,15 +504,25 @@ async function inProcess(options: RunOptions): Promise<void> {
     `\n${options.title}: CPU µs per request in process (no sockets), median of ${rounds} alternating rounds of ` +
       `${perRound}, Node ${process.version}`,
   );
-  console.log('framework contender                  µs/request   added   statuses');
+  console.log(
+    "'× bare' and '× floodgate' are the medians of each round's ratio to the bare framework and to floodgate " +
+      'measured in the same round (the rounds alternate, so a pair ran under the same load): on a shared ' +
+      'machine these ratios hold where the µs do not',
+  );
+  console.log('framework contender                  µs/request   added   × bare   × floodgate   statuses');
   for (const framework of frameworks) {
     const group = chosen.filter((v) => v.framework === framework);
-    const bare = median(samples.get(group.find((v) => v.name === 'bare')!)!);
+    const bareRounds = samples.get(group.find((v) => v.name === 'bare')!)!;
+    const bare = median(bareRounds);
+    const floodgateRounds = samples.get(group.find((v) => v.name === 'floodgate')!);
     for (const v of group) {
       const m = median(samples.get(v)!);
+      const perRound = (of: number[]) => median(samples.get(v)!.map((x, i) => x / of[i])).toFixed(3);
+      const toFloodgate = floodgateRounds === undefined ? '' : perRound(floodgateRounds);
       const seen = [...statuses.get(v)!].map(([status, n]) => `${status}×${n}`).join(' ');
       console.log(
-        `${framework.padEnd(9)} ${v.name.padEnd(23)} ${m.toFixed(2).padStart(10)} ${(m - bare).toFixed(2).padStart(7)}   ${seen}`,
+        `${framework.padEnd(9)} ${v.name.padEnd(23)} ${m.toFixed(2).padStart(10)} ${(m - bare).toFixed(2).padStart(7)}` +
+          ` ${perRound(bareRounds).padStart(8)} ${toFloodgate.padStart(13)}   ${seen}`,
       );
     }
     // BASELINE=…: floodgate against the other build, paired round by round (the rounds alternate, so each pair
