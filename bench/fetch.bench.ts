@@ -6,8 +6,12 @@ import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import Bottleneck from 'bottleneck';
 import pLimit from 'p-limit';
-import { rateLimitedFetch } from '../src/fetch/index.ts';
-import { concurrency, tokenBucket } from '../src/index.ts';
+import { built } from './http-runner.ts';
+
+// floodgate as published, from dist/ (the script builds first): under tsx, esbuild's keepNames would add a naming
+// call to every closure made per call, a cost the published code does not have (as in bench:http).
+const { rateLimitedFetch } = await built<typeof import('../src/fetch/index.ts')>('fetch/index');
+const { concurrency, tokenBucket } = await built<typeof import('../src/index.ts')>('index');
 
 const ROUNDS = Number(process.env.ROUNDS ?? 7);
 const CALLS = Number(process.env.CALLS ?? 2000);
