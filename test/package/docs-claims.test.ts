@@ -65,9 +65,10 @@ test('a measured figure (time, instructions, throughput) has its command and dat
   const bad: string[] = [];
   for (const page of pages(repo)) {
     for (const { heading, body } of sections(page)) {
-      const found = figure.exec(body.replace(/```[^]*?```/g, ''));
+      const found = figure.exec(body.replace(/```[\s\S]*?```/g, ''));
       if (found === null) continue;
-      if (!command.test(body)) bad.push(`${page}: ${heading}: "${found[0]}" without the command that measured it`);
+      if (!command.test(body))
+        bad.push(`${page}: ${heading}: "${found[0]}" without the command that measured it`);
       if (!date.test(body)) bad.push(`${page}: ${heading}: "${found[0]}" without the date it was measured`);
     }
   }
