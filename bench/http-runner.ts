@@ -130,6 +130,7 @@ async function compareThroughput(options: RunOptions): Promise<void> {
     const samples = new Map<Variant, number[]>(chosen.map((v) => [v, []]));
     const cpu = new Map<Variant, number[]>(chosen.map((v) => [v, []]));
     const rejected = new Map<Variant, number>(chosen.map((v) => [v, 0]));
+    const timedOut = new Map<Variant, number>(chosen.map((v) => [v, 0]));
     // Warm-up (and, for a hot key, spend the limit).
     for (const v of chosen) await load(generator, served.get(v)!.port, 1, connections, options);
     for (let round = 0; round < rounds; round++) {
@@ -143,6 +144,7 @@ async function compareThroughput(options: RunOptions): Promise<void> {
           const result = await load(generator, port, duration, connections, options);
           samples.get(v)!.push(result.perSecond);
           rejected.set(v, rejected.get(v)! + result.non2xx);
+          timedOut.set(v, timedOut.get(v)! + result.timeouts);
           cpu.get(v)!.push(((await cpuOf(child)) - before) / result.total);
         }
       }
@@ -156,7 +158,7 @@ async function compareThroughput(options: RunOptions): Promise<void> {
         'side by side move together',
     );
     console.log(
-      'framework contender                  req/s   % of bare  (middle half)   server CPU µs/req   % of bare cost   non-2xx',
+      'framework contender                  req/s   % of bare  (middle half)   server CPU µs/req   % of bare cost   non-2xx   timeouts',
     );
     for (const framework of frameworks) {
       const group = chosen.filter((v) => v.framework === framework);
@@ -171,7 +173,7 @@ async function compareThroughput(options: RunOptions): Promise<void> {
           `${framework.padEnd(9)} ${v.name.padEnd(23)} ${median(samples.get(v)!).toFixed(0).padStart(8)}` +
             ` ${median(ratios).toFixed(1).padStart(9)} %  ${`(${low.toFixed(0)}–${high.toFixed(0)} %)`.padStart(13)}` +
             ` ${median(cpu.get(v)!).toFixed(1).padStart(13)} µs ${median(costRatios).toFixed(1).padStart(13)} %` +
-            ` ${String(rejected.get(v)).padStart(9)}`,
+            ` ${String(rejected.get(v)).padStart(9)} ${String(timedOut.get(v)).padStart(10)}`,
         );
       }
     }
@@ -200,6 +202,12 @@ interface LoadResult {
   perSecond: number;
   total: number;
   non2xx: number;
+  /**
+   * Requests the load generator gave up on (wrk: 2 s without an answer). On a loaded machine a server can stall
+   * that long; they are reported beside the figures, not taken for a broken server (which connect, read and write
+   * errors are).
+   */
+  timeouts: number;
 }
 
 export async function load(
@@ -246,7 +254,8 @@ async function wrk(
     perSecond: number(/Requests\/sec:\s+([\d.]+)/),
     total,
     non2xx: number(/Non-2xx or 3xx responses: (\d+)/),
-    errors: socketErrors === null ? 0 : socketErrors.slice(1).reduce((sum, n) => sum + Number(n), 0),
+    errors: socketErrors === null ? 0 : socketErrors.slice(1, 4).reduce((sum, n) => sum + Number(n), 0),
+    timeouts: socketErrors === null ? 0 : Number(socketErrors[4]),
   };
 }
 
@@ -262,13 +271,16 @@ async function cannon(
     requests: { average: number; total: number };
     non2xx: number;
     errors: number;
+    timeouts: number;
   }>;
   const result = await autocannon({ url: `http://127.0.0.1:${port}/`, connections, duration, pipelining: 1 });
   return {
     perSecond: result.requests.average,
     total: result.requests.total,
     non2xx: result.non2xx,
-    errors: result.errors,
+    // autocannon counts its timeouts among its errors too.
+    errors: result.errors - result.timeouts,
+    timeouts: result.timeouts,
   };
 }
 
@@ -504,15 +516,25 @@ async function inProcess(options: RunOptions): Promise<void> {
     `\n${options.title}: CPU µs per request in process (no sockets), median of ${rounds} alternating rounds of ` +
       `${perRound}, Node ${process.version}`,
   );
-  console.log('framework contender                  µs/request   added   statuses');
+  console.log(
+    "'× bare' and '× floodgate' are the medians of each round's ratio to the bare framework and to floodgate " +
+      'measured in the same round (the rounds alternate, so a pair ran under the same load): on a shared ' +
+      'machine these ratios hold where the µs do not',
+  );
+  console.log('framework contender                  µs/request   added   × bare   × floodgate   statuses');
   for (const framework of frameworks) {
     const group = chosen.filter((v) => v.framework === framework);
-    const bare = median(samples.get(group.find((v) => v.name === 'bare')!)!);
+    const bareRounds = samples.get(group.find((v) => v.name === 'bare')!)!;
+    const bare = median(bareRounds);
+    const floodgateRounds = samples.get(group.find((v) => v.name === 'floodgate')!);
     for (const v of group) {
       const m = median(samples.get(v)!);
+      const perRound = (of: number[]) => median(samples.get(v)!.map((x, i) => x / of[i])).toFixed(3);
+      const toFloodgate = floodgateRounds === undefined ? '' : perRound(floodgateRounds);
       const seen = [...statuses.get(v)!].map(([status, n]) => `${status}×${n}`).join(' ');
       console.log(
-        `${framework.padEnd(9)} ${v.name.padEnd(23)} ${m.toFixed(2).padStart(10)} ${(m - bare).toFixed(2).padStart(7)}   ${seen}`,
+        `${framework.padEnd(9)} ${v.name.padEnd(23)} ${m.toFixed(2).padStart(10)} ${(m - bare).toFixed(2).padStart(7)}` +
+          ` ${perRound(bareRounds).padStart(8)} ${toFloodgate.padStart(13)}   ${seen}`,
       );
     }
     // BASELINE=…: floodgate against the other build, paired round by round (the rounds alternate, so each pair

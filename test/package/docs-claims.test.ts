@@ -53,3 +53,24 @@ test('docs/redis.md: setup, failure modes and Cluster come before how it decides
       assert.ok(at(first) < at(later), `${first} before ${later}`);
   }
 });
+
+test('a measured figure (time, instructions, throughput) has its command and date in its section', () => {
+  // The house rule: a figure in the docs comes from a run of the code, with command, date and machine. A figure
+  // is a number with a unit only a measurement gives (µs, ns, instructions, decisions or requests per second);
+  // its section (heading to heading) must name the bench that printed it and the day it ran. Options and
+  // defaults (`100 ms`, `2 × permitLimit`) are not figures and are not matched.
+  const figure = /\d(?:[\d ,.]*\d)?\s?(?:µs|ns\b|k? ?instructions\b|decisions\/s|requests\/s|req\/s)/;
+  const command = /npm run (?:-s )?bench|node (?:--\S+ )*--import tsx bench\//;
+  const date = /\b\d{1,2} (?:November|December) 20\d\d\b|\b20\d\d-\d\d-\d\d\b/;
+  const bad: string[] = [];
+  for (const page of pages(repo)) {
+    for (const { heading, body } of sections(page)) {
+      const found = figure.exec(body.replace(/```[\s\S]*?```/g, ''));
+      if (found === null) continue;
+      if (!command.test(body))
+        bad.push(`${page}: ${heading}: "${found[0]}" without the command that measured it`);
+      if (!date.test(body)) bad.push(`${page}: ${heading}: "${found[0]}" without the date it was measured`);
+    }
+  }
+  assert.deepEqual(bad, []);
+});
