@@ -37,12 +37,17 @@ test('the tarball holds the build, its types, the guides and the licence, and no
   }
   const code = packed.files.filter((path) => /\.[cm]?js$/.test(path));
   assert.ok(code.length > 50, `${code.length} modules`);
-  // The command line's modules are no API (no entry point reaches them): their declarations stay out.
-  const untyped = code.filter(
-    (path) =>
-      !path.startsWith('dist/cli/') && !packed.files.includes(path.replace(/\.([cm]?)js$/, '.d.$1ts')),
+  // Declarations ship only where an entry point's types reach (scripts/prune-declarations.mjs): the internal
+  // modules (the Lua scripts, the command line) have none. That every reached one is there, the type-checks in
+  // entry-points.test.ts prove (skipLibCheck off, attw).
+  assert.ok(packed.files.includes('dist/index.d.ts'), 'the main entry point is typed');
+  for (const internal of ['dist/redis/lua/decide.d.ts', 'dist/cli/main.d.ts']) {
+    assert.ok(!packed.files.includes(internal), `${internal} is not packed: no entry point reaches it`);
+  }
+  const orphans = packed.files.filter(
+    (path) => /\.d\.[cm]?ts$/.test(path) && !packed.files.includes(path.replace(/\.d\.([cm]?)ts$/, '.$1js')),
   );
-  assert.deepEqual(untyped, [], 'every module has its declarations');
+  assert.deepEqual(orphans, [], 'every declaration belongs to a module');
   assert.deepEqual(
     packed.files.filter((path) => path.startsWith('dist/cli/') && path.endsWith('.d.ts')),
     [],
