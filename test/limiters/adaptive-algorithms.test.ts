@@ -96,3 +96,25 @@ test('aimd: +1 per used window, × backoffRatio on a drop or a window above the 
   const up = run(limit, repeat(300, 10), 104);
   assert.equal(up.at(-1), 200);
 });
+
+test('aimd without a timeout: probes the no-load latency, cuts above tolerance × it, grows under it, re-probes a level shift', () => {
+  const limit = new AimdLimit({
+    ...bounds,
+    ...probe,
+    shiftWindows: 5,
+    tolerance: 1.25,
+    timeoutMs: Number.POSITIVE_INFINITY,
+  });
+  assert.equal(limit.limit, 3, 'probing first');
+  assert.deepEqual(run(limit, [12, 10]), [3, 20]);
+  assert.deepEqual(run(limit, [12, 12, 13], 2), [21, 22, 22 * 0.9], 'the threshold is 1.25 × 10 ms');
+  // The dependency is now 3× slower at any concurrency: after 5 congested windows (and a cut of a quarter or
+  // more) the probe measures 30, and 36 ms is under the new threshold.
+  const seen = run(limit, repeat(12, 30), 5);
+  assert.ok(seen.includes(3), `probed: ${seen.join(' ')}`);
+  const after = run(limit, repeat(5, 36), 17);
+  assert.ok(
+    after.every((x, i) => i === 0 || x === after[i - 1] + 1),
+    `grows at 1.2× the new baseline: ${after.join(' ')}`,
+  );
+});
