@@ -79,12 +79,20 @@ for (const [name, make] of [
   });
 }
 
-test('gradient: does not grow when the window used under half the limit (app-limited)', () => {
-  const limit = new GradientLimit({ ...bounds, ...probe, tolerance: 1.5, smoothing: 0.2 });
-  run(limit, [10, 10]);
-  const window = { now: 1000, count: 20, dropped: 0, avgRttMs: 10, minRttMs: 10, maxInflight: 5 };
-  assert.equal(limit.update(window), 20);
-});
+for (const [name, make] of [
+  ['gradient', () => new GradientLimit({ ...bounds, ...probe, tolerance: 1.5, smoothing: 0.2 })],
+  ['vegas', () => new VegasLimit({ ...bounds, ...probe })],
+  ['aimd', () => new AimdLimit({ ...bounds, ...probe, tolerance: 1.5, timeoutMs: Number.POSITIVE_INFINITY })],
+] as const) {
+  test(`${name}: a window that used under half the limit does not grow it, and moves it halfway to twice the use`, () => {
+    const limit = make();
+    run(limit, [10, 10]);
+    const window = { now: 1000, count: 20, dropped: 0, avgRttMs: 10, minRttMs: 10, maxInflight: 5 };
+    assert.equal(limit.update(window), 15, 'an unused limit is not known to be safe (RFC 7661)');
+    assert.equal(limit.update({ ...window, now: 1100 }), 12.5);
+    assert.equal(limit.update({ ...window, now: 1200, maxInflight: 0 }), 6.25);
+  });
+}
 
 test('aimd: +1 per used window, × backoffRatio on a drop or a window above the timeout, never past the bounds', () => {
   const limit = new AimdLimit({ ...bounds, timeoutMs: 50 });
