@@ -39,8 +39,8 @@ const RATES = env('RATES', '1,2,5,10,20').split(',').map(Number);
 const FRAMEWORKS = env('FRAMEWORKS', 'node,fastify').split(',');
 const GATES = env('GATES', 'none,concurrency,adaptive,brake,under-pressure').split(',');
 const SPIKE_MS = Number(env('SPIKE_MS', '1500'));
-const CALM_MS = 1000;
-const AFTER_MS = 1500;
+const CALM_MS = 800;
+const AFTER_MS = 1000;
 const SLOTS = Number(env('SLOTS', '4'));
 const SERVICE_MS = Number(env('SERVICE_MS', '50'));
 const CPU_MS = Number(env('CPU_MS', '1'));
@@ -219,10 +219,10 @@ async function capacity(): Promise<{ perSecond: number }> {
   const server = await serve('node', 'none');
   const port = (server.address() as AddressInfo).port;
   await drive({ mode: 'closed', port, concurrency: SLOTS, ms: 500, deadlineMs: DEADLINE_MS }); // warm-up
-  const r = await drive({ mode: 'closed', port, concurrency: SLOTS * 4, ms: 2000, deadlineMs: DEADLINE_MS });
+  const r = await drive({ mode: 'closed', port, concurrency: SLOTS * 4, ms: 3000, deadlineMs: DEADLINE_MS });
   await close(server);
   await resetDependency();
-  return { perSecond: indices(r, 0, 2000).filter((i) => ok(r, i)).length / 2 };
+  return { perSecond: indices(r, 0, 3000).filter((i) => ok(r, i)).length / 3 };
 }
 
 /** The event loop's ceiling: how many requests per second this server can turn away (429) at most. */
@@ -255,6 +255,7 @@ async function unloadedP99(framework: string, perSecond: number): Promise<number
 interface Row {
   goodput: number;
   critical: number;
+  criticalCount: number;
   criticalP99: number;
   recoveryMs: number;
   elu: number;
@@ -316,6 +317,7 @@ async function spike(framework: string, gate: string, cap: number, k: number): P
   return {
     goodput: during.filter((i) => ok(r, i)).length / (SPIKE_MS / 1000) / cap,
     critical: criticals.filter((i) => ok(r, i)).length / criticals.length,
+    criticalCount: criticals.length,
     criticalP99: percentile(
       criticals.filter((i) => ok(r, i)).map((i) => r.latency[i]),
       0.99,
@@ -329,12 +331,15 @@ async function spike(framework: string, gate: string, cap: number, k: number): P
 // ── the run ───────────────────────────────────────────────────────────────────────────────────────────────
 const started = new Date();
 const { perSecond: cap } = await capacity();
+const load = loadavg()
+  .map((x) => x.toFixed(1))
+  .join(' ');
 console.log(
-  `bench:overload:sockets — dependency ${SLOTS} slots × ${SERVICE_MS} ms (FIFO beyond), ${CPU_MS} ms CPU per request, ` +
-    `deadline ${DEADLINE_MS} ms, ${CRITICAL * 100} % critical; load average ${loadavg()
-      .map((x) => x.toFixed(1))
-      .join(' ')}; spike ${SPIKE_MS} ms between ${CALM_MS} ms and ` +
-    `${AFTER_MS} ms at 0.5×\nmeasured capacity (node:http, no limiter, closed loop): ${cap.toFixed(0)} answers/s`,
+  `bench:overload:sockets — dependency ${SLOTS} slots × ${SERVICE_MS} ms (FIFO beyond), ${CPU_MS} ms CPU per ` +
+    `request, deadline ${DEADLINE_MS} ms; critical at ${CRITICAL * 100} % of capacity throughout; 0.5× for ` +
+    `${CALM_MS} ms, the spike (sheddable) for ${SPIKE_MS} ms, 0.5× for ${AFTER_MS} ms; load average ${load}\n` +
+    `measured capacity (node:http, no limiter, closed loop): ${cap.toFixed(0)} answers/s ` +
+    `(the dependency alone: ${((SLOTS / SERVICE_MS) * 1000).toFixed(0)}/s)`,
 );
 const pad = (s: string, n: number) => s.padStart(n);
 const pct = (x: number) => (Number.isNaN(x) ? '–' : `${(100 * x).toFixed(1)} %`);
@@ -350,7 +355,7 @@ for (const framework of FRAMEWORKS) {
   );
   console.log(
     ['gate', 'load', 'goodput', 'critical ok', 'crit p99/unl', 'back to full', 'ELU', 'sent']
-      .map((h, i) => (i === 0 ? h.padEnd(14) : pad(h, 12)))
+      .map((h, i) => (i === 0 ? h.padEnd(14) : pad(h, i === 3 ? 16 : 12)))
       .join(' '),
   );
   for (const gate of GATES) {
@@ -363,7 +368,7 @@ for (const framework of FRAMEWORKS) {
           gate.padEnd(14),
           pad(`${k}×`, 12),
           pad(pct(row.goodput), 12),
-          pad(pct(row.critical), 12),
+          pad(`${pct(row.critical)} of ${row.criticalCount}`, 16),
           pad(times(row.criticalP99 / unloaded), 12),
           pad(recovery(row.recoveryMs), 12),
           pad(row.elu.toFixed(2), 12),

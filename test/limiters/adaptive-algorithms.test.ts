@@ -95,7 +95,7 @@ for (const [name, make] of [
 }
 
 test('aimd: +1 per used window, × backoffRatio on a drop or a window above the timeout, never past the bounds', () => {
-  const limit = new AimdLimit({ ...bounds, timeoutMs: 50 });
+  const limit = new AimdLimit({ ...bounds, ...probe, tolerance: 1.25, timeoutMs: 50 });
   assert.deepEqual(run(limit, [10, 10, 10]), [21, 22, 23]);
   assert.equal(run(limit, [60], 3)[0], 23 * 0.9);
   const drops = run(limit, repeat(100, 0), 4, true);

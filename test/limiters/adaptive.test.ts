@@ -272,10 +272,14 @@ test('options: bad values and unknown names are rejected naming the option', () 
     () => adaptiveConcurrency({ algorithm: 'vegas', tolerance: 2 }),
     /tolerance does not apply to algorithm 'vegas'/,
   );
-  for (const option of [{ tolerance: 2 }, { probeLimit: 2 }, { probeInterval: '10s' }]) {
+  for (const [name, option] of [
+    ['tolerance', { tolerance: 2 }],
+    ['probeLimit', { probeLimit: 2 }],
+    ['probeInterval', { probeInterval: '10s' }],
+  ] as const) {
     assert.throws(
       () => adaptiveConcurrency({ algorithm: 'aimd', timeout: 100, ...option }),
-      new RegExp(`${Object.keys(option)[0]} does not apply with a fixed timeout`),
+      new RegExp(`${name} does not apply with a fixed timeout`),
     );
   }
   assert.throws(() => adaptiveConcurrency({ timeout: 100 }), /timeout applies to algorithm 'aimd' only/);
