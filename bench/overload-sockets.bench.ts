@@ -7,7 +7,8 @@
  * request's deadline (`x-deadline-ms`; past it the handler answers 504). An open-loop load generator in another
  * process (bench/overload-load.ts) sends Poisson arrivals, each abandoned at its deadline: `critical` at 20 % of
  * the capacity throughout (20 % of the traffic at 1×), `sheddable` the rest. Each run: 0.5× capacity, then a
- * spike of sheddable traffic to k× capacity in all, then 0.5× again.
+ * spike of sheddable traffic to k× capacity in all, then 0.5× again; one server per gate lives through every
+ * run, after 2 s of calm traffic to warm it (unmeasured).
  *
  * Gates: no limiter; `concurrency()` tuned at 1× (permits = the dependency's slots, a queue as long);
  * `adaptiveConcurrency()` with a 20 % critical reserve; the same with the event-loop brake; on Fastify,
@@ -41,6 +42,7 @@ const GATES = env('GATES', 'none,concurrency,adaptive,brake,under-pressure').spl
 const SPIKE_MS = Number(env('SPIKE_MS', '1500'));
 const CALM_MS = 800;
 const AFTER_MS = 1000;
+const WARM_MS = 2000;
 const SLOTS = Number(env('SLOTS', '4'));
 const SERVICE_MS = Number(env('SERVICE_MS', '50'));
 const CPU_MS = Number(env('CPU_MS', '1'));
@@ -264,8 +266,23 @@ interface Row {
 
 let current: Limiter | undefined;
 
-async function spike(framework: string, gate: string, cap: number, k: number): Promise<Row> {
-  const server = await serve(framework, gate);
+/**
+ * Before the first run a server takes `WARM_MS` of calm traffic, unmeasured: a server lives long before its
+ * spike, and an adaptive limiter spends its first half second probing the no-load latency.
+ */
+async function warm(server: http.Server, cap: number): Promise<void> {
+  const port = (server.address() as AddressInfo).port;
+  const critical = cap * CRITICAL;
+  await drive({
+    mode: 'open',
+    port,
+    phases: [{ critical, sheddable: cap * 0.5 - critical, ms: WARM_MS }],
+    deadlineMs: DEADLINE_MS,
+  });
+}
+
+/** One run on a server that lives through all of them (as a real one lives through its spikes). */
+async function spike(server: http.Server, cap: number, k: number): Promise<Row> {
   const trace: string[] = [];
   const tracer = process.env.TRACE
     ? setInterval(() => {
@@ -302,7 +319,6 @@ async function spike(framework: string, gate: string, cap: number, k: number): P
   clearTimeout(t1);
   clearInterval(tracer);
   if (trace.length > 0) console.log(`  limit/in flight every 100 ms: ${trace.join(' ')}`);
-  await close(server);
   await resetDependency();
   const end = CALM_MS + SPIKE_MS;
   const during = indices(r, CALM_MS, end);
@@ -361,8 +377,10 @@ for (const framework of FRAMEWORKS) {
   for (const gate of GATES) {
     if (gate === 'under-pressure' && framework !== 'fastify') continue;
     if (gate === 'brake' && framework !== 'node') continue;
+    const server = await serve(framework, gate);
+    await warm(server, cap);
     for (const k of RATES) {
-      const row = await spike(framework, gate, cap, k);
+      const row = await spike(server, cap, k);
       console.log(
         [
           gate.padEnd(14),
@@ -376,6 +394,7 @@ for (const framework of FRAMEWORKS) {
         ].join(' '),
       );
     }
+    await close(server);
   }
 }
 console.log(`\n${started.toISOString()} · node ${process.version} · ${process.platform}/${process.arch}`);
