@@ -29,9 +29,9 @@ import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import underPressure from '@fastify/under-pressure';
 import Fastify from 'fastify';
-import { adaptiveConcurrency, concurrency, fixedWindow, type Limiter } from '../src/index.ts';
 import { rateLimiting as fastifyLimits } from '../src/adapters/fastify/index.ts';
 import { rateLimiting as nodeLimits } from '../src/adapters/node/index.ts';
+import { adaptiveConcurrency, concurrency, fixedWindow, type Limiter } from '../src/index.ts';
 import type { ClosedJob, LoadResult, OpenJob } from './overload-load.ts';
 import { percentile } from './overload-sim.ts';
 

@@ -178,7 +178,13 @@ export function resolveAdaptive(options: AdaptiveConcurrencyOptions | undefined)
     throw new TypeError(`${WHERE}: tolerance does not apply to algorithm 'vegas'`);
   }
   if (o.timeout !== undefined) {
-    for (const name of ['tolerance', 'probeLimit', 'probeWindows', 'probeInterval', 'shiftWindows'] as const) {
+    for (const name of [
+      'tolerance',
+      'probeLimit',
+      'probeWindows',
+      'probeInterval',
+      'shiftWindows',
+    ] as const) {
       if (o[name] !== undefined) {
         throw new TypeError(`${WHERE}: ${name} does not apply with a fixed timeout (nothing is probed)`);
       }

@@ -13,7 +13,11 @@ export interface AimdOptions extends LimitBounds, ProbeOptions {
 }
 
 /** The probe options of a fixed threshold: never probe. */
-const NEVER = { probeWindows: 0, probeIntervalMs: Number.POSITIVE_INFINITY, shiftWindows: Number.POSITIVE_INFINITY };
+const NEVER = {
+  probeWindows: 0,
+  probeIntervalMs: Number.POSITIVE_INFINITY,
+  shiftWindows: Number.POSITIVE_INFINITY,
+};
 
 /**
  * AIMD, as TCP Reno and Netflix's AIMDLimit: +1 per window that used at least half the limit, × `backoffRatio`

@@ -108,7 +108,8 @@ export abstract class ProbedLimit implements Limit {
     // A limit that was not used is not known to be safe (TCP's congestion window validation, RFC 7661): a
     // window that used under half of it moves it halfway to twice what it used, so the first burst after a
     // quiet spell meets a limit near what was last tested, not the initial one (bench:overload:sockets).
-    if (!congested && window.maxInflight * 2 < this.limit) this.limit = (this.limit + 2 * window.maxInflight) / 2;
+    if (!congested && window.maxInflight * 2 < this.limit)
+      this.limit = (this.limit + 2 * window.maxInflight) / 2;
     this.limit = clamp(this.limit, o.minLimit, o.maxLimit);
     if (this.probe.observe(window, congested, this.limit)) this.limit = this.pin();
     return this.limit;
