@@ -74,15 +74,18 @@ const contenders: GateFactory[] = [
         };
       },
   ),
-  ...(['gradient', 'vegas', 'aimd'] as const).map((algorithm) =>
-    floodgate(`adaptive ${algorithm}`, (clock, reserve) =>
-      adaptiveConcurrency({
-        algorithm,
-        clock,
-        queueLimit: QUEUE,
-        ...(algorithm === 'aimd' ? { timeout: 2.5 * SERVICE_MS } : {}),
-        ...(reserve ? { classes: { reserve: { critical: 0.2 } } } : {}),
-      }),
+  ...(['gradient', 'vegas', 'aimd', 'aimd-timeout'] as const).map((name) =>
+    floodgate(
+      name === 'aimd-timeout' ? `adaptive aimd (timeout ${2.5 * SERVICE_MS} ms)` : `adaptive ${name}`,
+      (clock, reserve) =>
+        adaptiveConcurrency({
+          algorithm: name === 'aimd-timeout' ? 'aimd' : name,
+          clock,
+          queueLimit: QUEUE,
+          // aimd learns its threshold (1.25 × the probed no-load latency) unless given a fixed one
+          ...(name === 'aimd-timeout' ? { timeout: 2.5 * SERVICE_MS } : {}),
+          ...(reserve ? { classes: { reserve: { critical: 0.2 } } } : {}),
+        }),
     ),
   ),
   () => {

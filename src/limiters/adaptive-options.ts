@@ -30,22 +30,27 @@ export interface AdaptiveConcurrencyOptions extends QueueOptions {
   window?: Duration;
   /** …holding at least this many released leases (or ten windows long). Default 10. */
   minSamples?: number;
-  /** gradient: latency may reach this multiple of the no-load latency before the limit is cut. Default 1.25. */
+  /**
+   * gradient, aimd: latency may reach this multiple of the no-load latency before the limit is cut. Default 1.25.
+   */
   tolerance?: number;
   /** gradient: the share of each cut applied per window, (0, 1]. Default 0.2. */
   smoothing?: number;
-  /** gradient, vegas: the limit held while the no-load latency is measured. Default min(3, maxLimit), ≥ minLimit. */
+  /** gradient, vegas, aimd: the limit held while the no-load latency is measured. Default min(3, maxLimit), ≥ minLimit. */
   probeLimit?: number;
-  /** gradient, vegas: windows measured per probe. Default 2. */
+  /** gradient, vegas, aimd: windows measured per probe. Default 2. */
   probeWindows?: number;
-  /** gradient, vegas: time between scheduled probes of the no-load latency. Default 30 s. */
+  /** gradient, vegas, aimd: time between scheduled probes of the no-load latency. Default 30 s. */
   probeInterval?: Duration;
   /**
-   * gradient, vegas: congested windows in a row after which the no-load latency is probed early (the dependency
+   * gradient, vegas, aimd: congested windows in a row after which the no-load latency is probed early (the dependency
    * itself got slower). Default 10.
    */
   shiftWindows?: number;
-  /** aimd: a window whose mean latency is above this counts as a drop. Default: none (drops only). */
+  /**
+   * aimd: a fixed threshold instead of `tolerance` × the probed no-load latency: a window whose mean latency is
+   * above it counts as a drop, and nothing is probed. Default: none (the threshold is learnt).
+   */
   timeout?: Duration;
   /** A waiter never waits longer than this once the queue has stood for `queueInterval`. Default 5 ms. */
   targetDelay?: Duration;
@@ -164,19 +169,27 @@ export function resolveAdaptive(options: AdaptiveConcurrencyOptions | undefined)
   }
   const core = queueAndClock(WHERE, o);
   const loop = eventLoop(o.eventLoop, core.clock === performanceClock && o.clock === undefined);
-  if (algorithm === 'aimd') {
+  if (o.timeout !== undefined && algorithm !== 'aimd') {
+    throw new TypeError(`${WHERE}: timeout applies to algorithm 'aimd' only; got algorithm '${algorithm}'`);
+  }
+  if (algorithm !== 'gradient' && o.smoothing !== undefined) {
+    throw new TypeError(`${WHERE}: smoothing does not apply to algorithm '${algorithm}'`);
+  }
+  if (algorithm === 'vegas' && o.tolerance !== undefined) {
+    throw new TypeError(`${WHERE}: tolerance does not apply to algorithm 'vegas'`);
+  }
+  if (o.timeout !== undefined) {
     for (const name of [
       'tolerance',
-      'smoothing',
       'probeLimit',
       'probeWindows',
       'probeInterval',
       'shiftWindows',
     ] as const) {
-      if (o[name] !== undefined) throw new TypeError(`${WHERE}: ${name} does not apply to algorithm 'aimd'`);
+      if (o[name] !== undefined) {
+        throw new TypeError(`${WHERE}: ${name} does not apply with a fixed timeout (nothing is probed)`);
+      }
     }
-  } else if (o.timeout !== undefined) {
-    throw new TypeError(`${WHERE}: timeout applies to algorithm 'aimd' only; got algorithm '${algorithm}'`);
   }
   const bounds = { initialLimit, minLimit, maxLimit, backoffRatio };
   const probe = { probeLimit, probeWindows, probeIntervalMs, shiftWindows };
@@ -184,7 +197,7 @@ export function resolveAdaptive(options: AdaptiveConcurrencyOptions | undefined)
   if (algorithm === 'gradient')
     createLimit = () => new GradientLimit({ ...bounds, ...probe, tolerance, smoothing });
   else if (algorithm === 'vegas') createLimit = () => new VegasLimit({ ...bounds, ...probe });
-  else createLimit = () => new AimdLimit({ ...bounds, timeoutMs });
+  else createLimit = () => new AimdLimit({ ...bounds, ...probe, tolerance, timeoutMs });
   return {
     core,
     initialLimit: Math.floor(createLimit().limit),

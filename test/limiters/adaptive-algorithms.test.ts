@@ -79,15 +79,23 @@ for (const [name, make] of [
   });
 }
 
-test('gradient: does not grow when the window used under half the limit (app-limited)', () => {
-  const limit = new GradientLimit({ ...bounds, ...probe, tolerance: 1.5, smoothing: 0.2 });
-  run(limit, [10, 10]);
-  const window = { now: 1000, count: 20, dropped: 0, avgRttMs: 10, minRttMs: 10, maxInflight: 5 };
-  assert.equal(limit.update(window), 20);
-});
+for (const [name, make] of [
+  ['gradient', () => new GradientLimit({ ...bounds, ...probe, tolerance: 1.5, smoothing: 0.2 })],
+  ['vegas', () => new VegasLimit({ ...bounds, ...probe })],
+  ['aimd', () => new AimdLimit({ ...bounds, ...probe, tolerance: 1.5, timeoutMs: Number.POSITIVE_INFINITY })],
+] as const) {
+  test(`${name}: a window that used under half the limit does not grow it, and moves it halfway to twice the use`, () => {
+    const limit = make();
+    run(limit, [10, 10]);
+    const window = { now: 1000, count: 20, dropped: 0, avgRttMs: 10, minRttMs: 10, maxInflight: 5 };
+    assert.equal(limit.update(window), 15, 'an unused limit is not known to be safe (RFC 7661)');
+    assert.equal(limit.update({ ...window, now: 1100 }), 12.5);
+    assert.equal(limit.update({ ...window, now: 1200, maxInflight: 0 }), 6.25);
+  });
+}
 
 test('aimd: +1 per used window, × backoffRatio on a drop or a window above the timeout, never past the bounds', () => {
-  const limit = new AimdLimit({ ...bounds, timeoutMs: 50 });
+  const limit = new AimdLimit({ ...bounds, ...probe, tolerance: 1.25, timeoutMs: 50 });
   assert.deepEqual(run(limit, [10, 10, 10]), [21, 22, 23]);
   assert.equal(run(limit, [60], 3)[0], 23 * 0.9);
   const drops = run(limit, repeat(100, 0), 4, true);
@@ -95,4 +103,26 @@ test('aimd: +1 per used window, × backoffRatio on a drop or a window above the 
   assert.equal(drops.at(-1), 1);
   const up = run(limit, repeat(300, 10), 104);
   assert.equal(up.at(-1), 200);
+});
+
+test('aimd without a timeout: probes the no-load latency, cuts above tolerance × it, grows under it, re-probes a level shift', () => {
+  const limit = new AimdLimit({
+    ...bounds,
+    ...probe,
+    shiftWindows: 5,
+    tolerance: 1.25,
+    timeoutMs: Number.POSITIVE_INFINITY,
+  });
+  assert.equal(limit.limit, 3, 'probing first');
+  assert.deepEqual(run(limit, [12, 10]), [3, 20]);
+  assert.deepEqual(run(limit, [12, 12, 13], 2), [21, 22, 22 * 0.9], 'the threshold is 1.25 × 10 ms');
+  // The dependency is now 3× slower at any concurrency: after 5 congested windows (and a cut of a quarter or
+  // more) the probe measures 30, and 36 ms is under the new threshold.
+  const seen = run(limit, repeat(12, 30), 5);
+  assert.ok(seen.includes(3), `probed: ${seen.join(' ')}`);
+  const after = run(limit, repeat(5, 36), 17);
+  assert.ok(
+    after.every((x, i) => i === 0 || x === after[i - 1] + 1),
+    `grows at 1.2× the new baseline: ${after.join(' ')}`,
+  );
 });

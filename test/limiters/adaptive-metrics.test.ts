@@ -28,6 +28,7 @@ test('floodgate.concurrency.limit follows the limit; floodgate.concurrency.shed 
   const limiter = adaptiveConcurrency({
     clock,
     algorithm: 'aimd',
+    timeout: '1h', // a fixed threshold: nothing probed, the limit starts at initialLimit
     initialLimit: 10,
     window: 10,
     minSamples: 1,
@@ -63,7 +64,14 @@ test('floodgate.concurrency.limit sums the limits of live partitions, under { pa
   const clock = manualClock(0, false);
   const limiter = partitioned({
     key: (user: string) => user,
-    limiter: adaptiveConcurrency({ clock, algorithm: 'aimd', initialLimit: 10, window: 10, minSamples: 1 }),
+    limiter: adaptiveConcurrency({
+      clock,
+      algorithm: 'aimd',
+      timeout: '1h', // nothing probed
+      initialLimit: 10,
+      window: 10,
+      minSamples: 1,
+    }),
     maxPartitions: 1,
   });
   const sum = (): number =>

@@ -234,7 +234,13 @@ test('partitioned: each key learns its own limit', () => {
 
 test('chain: all or nothing with a rate limit; the chain lease reports the outcome to the adaptive member', () => {
   const clock = manualClock(0, false);
-  const adaptive = adaptiveConcurrency({ clock, minSamples: 3, algorithm: 'aimd', initialLimit: 4 });
+  const adaptive = adaptiveConcurrency({
+    clock,
+    minSamples: 3,
+    algorithm: 'aimd',
+    timeout: '1h', // a fixed threshold: nothing probed, the limit starts at 4
+    initialLimit: 4,
+  });
   const both = chain(fixedWindow({ permitLimit: 5, window: 1000, clock }), adaptive);
   const leases = Array.from({ length: 5 }, () => both.tryAcquire());
   assert.deepEqual(
@@ -259,9 +265,23 @@ test('options: bad values and unknown names are rejected naming the option', () 
   );
   assert.throws(() => adaptiveConcurrency({ backoffRatio: 0.2 }), /backoffRatio must be a number above 0.4/);
   assert.throws(
-    () => adaptiveConcurrency({ algorithm: 'aimd', tolerance: 2 }),
-    /tolerance does not apply to algorithm 'aimd'/,
+    () => adaptiveConcurrency({ algorithm: 'aimd', smoothing: 0.5 }),
+    /smoothing does not apply to algorithm 'aimd'/,
   );
+  assert.throws(
+    () => adaptiveConcurrency({ algorithm: 'vegas', tolerance: 2 }),
+    /tolerance does not apply to algorithm 'vegas'/,
+  );
+  for (const [name, option] of [
+    ['tolerance', { tolerance: 2 }],
+    ['probeLimit', { probeLimit: 2 }],
+    ['probeInterval', { probeInterval: '10s' }],
+  ] as const) {
+    assert.throws(
+      () => adaptiveConcurrency({ algorithm: 'aimd', timeout: 100, ...option }),
+      new RegExp(`${name} does not apply with a fixed timeout`),
+    );
+  }
   assert.throws(() => adaptiveConcurrency({ timeout: 100 }), /timeout applies to algorithm 'aimd' only/);
   assert.throws(
     () => adaptiveConcurrency({ classes: { reserve: { critcal: 0.2 } } }),

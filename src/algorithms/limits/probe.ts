@@ -4,7 +4,7 @@ import { clamp, type Limit, type LimitBounds, type WindowSample } from './limit.
 export interface ProbeOptions {
   /** The limit held while the no-load latency is measured. */
   readonly probeLimit: number;
-  /** Windows measured at `probeLimit` per probe. */
+  /** Windows measured at `probeLimit` per probe; 0: never probe (an algorithm with a fixed threshold). */
   readonly probeWindows: number;
   /** Time between scheduled probes, ms. */
   readonly probeIntervalMs: number;
@@ -25,7 +25,7 @@ export class MinRttProbe {
   /** The no-load latency, ms; NaN until the first probe has measured it. */
   baseline = Number.NaN;
   /** Whether a probe is running (the algorithm must hold `probeLimit`). */
-  probing = true;
+  probing: boolean;
   private best = Number.POSITIVE_INFINITY;
   private windowsLeft: number;
   private nextProbeAt = Number.POSITIVE_INFINITY;
@@ -34,6 +34,7 @@ export class MinRttProbe {
 
   constructor(readonly options: ProbeOptions) {
     this.windowsLeft = options.probeWindows;
+    this.probing = options.probeWindows > 0;
   }
 
   /**
@@ -77,7 +78,7 @@ export class MinRttProbe {
 }
 
 /**
- * A limit learnt against the probed no-load latency (gradient, vegas): probing, drops and empty windows are
+ * A limit learnt against the probed no-load latency (gradient, vegas, aimd): probing, drops and empty windows are
  * handled here; {@link learn} moves the limit on an ordinary window and says whether it was congested.
  */
 export abstract class ProbedLimit implements Limit {
@@ -89,7 +90,7 @@ export abstract class ProbedLimit implements Limit {
     this.limit = bounds.initialLimit;
     this.saved = bounds.initialLimit;
     this.probe = new MinRttProbe(bounds);
-    this.limit = this.pin();
+    if (this.probe.probing) this.limit = this.pin();
   }
 
   update(window: WindowSample): number {
@@ -104,6 +105,11 @@ export abstract class ProbedLimit implements Limit {
     }
     if (window.count === 0) return this.limit;
     const congested = this.learn(window, this.probe.baseline);
+    // A limit that was not used is not known to be safe (TCP's congestion window validation, RFC 7661): a
+    // window that used under half of it moves it halfway to twice what it used, so the first burst after a
+    // quiet spell meets a limit near what was last tested, not the initial one (bench:overload:sockets).
+    if (!congested && window.maxInflight * 2 < this.limit)
+      this.limit = (this.limit + 2 * window.maxInflight) / 2;
     this.limit = clamp(this.limit, o.minLimit, o.maxLimit);
     if (this.probe.observe(window, congested, this.limit)) this.limit = this.pin();
     return this.limit;
