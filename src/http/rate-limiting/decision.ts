@@ -1,5 +1,5 @@
 import type { KeyedResource } from '../../limiters/keyed.ts';
-import type { Lease } from '../../limiters/lease.ts';
+import { checkCost, type Lease } from '../../limiters/lease.ts';
 import { policiesOf, type RateLimitInfo, type RateLimitPolicyInfo, tightest } from './info.ts';
 import type { RejectingLimiter } from './options.ts';
 import type { RouteLimits } from './route.ts';
@@ -65,6 +65,20 @@ export class Decision implements RateLimitInfo {
       key: this.key,
       policies: this.policies,
     };
+  }
+
+  /**
+   * Settles this request's cost now (see `RouteCost`): the handler knows the real cost, and the route's
+   * `cost.actual` is then not asked. Throws as `lease.settle` does (a cost that is not a whole number ≥ 0, a second
+   * settle). A request admitted only by dry-run mode reserved nothing: the cost is checked, nothing is settled.
+   */
+  settle(actual: number): void {
+    const lease = this.lease;
+    if (lease === undefined || !lease.granted) {
+      checkCost(actual);
+      return;
+    }
+    lease.settle(actual);
   }
 
   /** Whether the response must be watched to refund this request (a granted lease and a refund rule). */

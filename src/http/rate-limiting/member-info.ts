@@ -10,6 +10,8 @@ import type { Member } from './options.ts';
  * The engine calls `keyOf` once per request and keeps the keys with the decision: the headers never call it.
  */
 export class MemberInfo {
+  /** The name the header items carry (`"global"`, `"tokens"`). */
+  readonly name: string;
   /** The name as a Structured Field string (`"global"`). */
   readonly sfName: string;
   /** The partition key function (called once per request, by the engine), or undefined for a plain limiter. */
@@ -40,11 +42,17 @@ export class MemberInfo {
   /** Partitions alive when the `partitions` metric last counted them. */
   knownSize = 0;
 
+  /**
+   * @param name The policy's name for this member (metrics, `onRejected`, the rejection's body).
+   * @param headerName The name its header items and `req.rateLimit.policies` carry (its unit, for a cost member).
+   */
   constructor(
     readonly member: Member,
-    readonly name: string,
+    name: string,
+    headerName = name,
   ) {
-    this.sfName = sfString(name);
+    this.name = headerName;
+    this.sfName = sfString(headerName);
     this.attributes = { policy: name };
     this.remainingPrefix = `${this.sfName};r=`;
     this.keyOf = member.keyOf;

@@ -12,8 +12,8 @@ import type { Member } from './options.ts';
 
 /** How a route on a remote store decides: one round trip per decision, a chain included. */
 export interface RemoteDecider {
-  tryAcquire(resource: unknown): Promise<Lease>;
-  acquire(resource: unknown, signal: AbortSignal | undefined): Promise<Lease>;
+  tryAcquire(resource: unknown, permits?: number): Promise<Lease>;
+  acquire(resource: unknown, signal: AbortSignal | undefined, permits?: number): Promise<Lease>;
   /** Whether the store's fallback (`onUnavailable`) answered `lease`, not the store. */
   isFallback(lease: Lease): boolean;
 }
@@ -49,8 +49,8 @@ export function remoteDecider(members: readonly StoredLimiter[]): RemoteDecider 
   const store = members[0].store;
   const chain = store.chain(members);
   return {
-    tryAcquire: (resource) => chain.tryAcquire(resource, 1),
-    acquire: (resource, signal) => chain.acquire(resource, 1, signal),
+    tryAcquire: (resource, permits = 1) => chain.tryAcquire(resource, permits),
+    acquire: (resource, signal, permits = 1) => chain.acquire(resource, permits, signal),
     isFallback: (lease) => store.isFallback(lease),
   };
 }
