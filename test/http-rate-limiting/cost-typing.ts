@@ -64,7 +64,7 @@ export const fastifyOptions: Parameters<typeof fastifyRateLimiting>[1] = {
     other: {
       limiter: tokens,
       // @ts-expect-error Fastify's hooks get the reply as their second argument, not node's ServerResponse
-      cost: { estimate: (_q: FastifyRequest, reply: ServerResponse & { sent: 1 }) => 1 },
+      cost: { estimate: (_q: FastifyRequest, reply: ServerResponse) => reply.statusCode },
     },
   },
 };
