@@ -193,6 +193,47 @@ for (const name of Object.keys(adapters)) {
       });
     });
 
+    test('an estimate over the limit goes to the error path and charges nothing', async () => {
+      const limiter = tokens();
+      const spec: AppSpec = {
+        options: { policies: { chat: { limiter, cost: { estimate: estimateOf } } } },
+        routes: [{ path: '/chat', limit: 'chat' }],
+      };
+      await withApp(name, spec, async (base) => {
+        assert.equal((await get(`${base}/chat`, { 'x-estimate': '101' })).status, 500);
+        assert.equal(limiter.statistics().available, 100);
+      });
+    });
+
+    test('two members counting tokens are told apart by policy name; rateLimit.policies carries the names', async () => {
+      const perClient = partitioned({
+        key: ip,
+        limiter: fixedWindow({ permitLimit: 50, window: '1m', unit: 'tokens', clock: clock() }),
+      });
+      const spec: AppSpec = {
+        options: {
+          global: perClient,
+          policies: { chat: { limiter: tokens(), cost: { estimate: estimateOf } } },
+        },
+        routes: [{ path: '/chat', limit: 'chat' }],
+      };
+      await withApp(name, spec, async (base) => {
+        const answer = await get(`${base}/chat?info=1`, { 'x-estimate': '20' });
+        assert.match(
+          answer.headers.get('ratelimit-policy') ?? '',
+          /^"global\.tokens";q=50;w=60;pk=:[^:]+:, "chat\.tokens";q=100;w=60$/,
+        );
+        const info = JSON.parse(answer.body) as { policies: { name: string; remaining: number }[] };
+        assert.deepEqual(
+          info.policies.map((p) => [p.name, p.remaining]),
+          [
+            ['global.tokens', 30],
+            ['chat.tokens', 80],
+          ],
+        );
+      });
+    });
+
     test('a bad actual keeps the estimate, with a FLOODGATE_COST_ACTUAL warning naming the value', async () => {
       const limiter = tokenBucket({
         tokenLimit: 100,
