@@ -28,6 +28,16 @@ export interface Binding {
   partKey: string | undefined;
   /** A chain answers with a `ChainLease`. */
   chain: boolean;
+  /**
+   * For a chain mixing units (`unit`): true for each member that counts requests, which takes one permit per
+   * request whatever the permits asked. Undefined when every member takes the permits asked.
+   */
+  ones?: readonly boolean[] | undefined;
+}
+
+/** What member `i` of `binding` takes of a request for `permits` (see {@link Binding.ones}). */
+export function ownPermits(binding: Binding, i: number, permits: number): number {
+  return binding.ones?.[i] === true && permits > 1 ? 1 : permits;
 }
 
 /** A decision's reply turned into a lease, and the index of the member that said no (-1: granted). */

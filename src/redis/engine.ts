@@ -3,7 +3,7 @@ import { Lease } from '../limiters/lease.ts';
 import { checkPermits } from '../limiters/options.ts';
 import type { LimiterSpec } from '../limiters/rate-limiter.ts';
 import { Answers } from './answer.ts';
-import type { Binding, BoundMember, Decided } from './binding.ts';
+import { type Binding, type BoundMember, type Decided, ownPermits } from './binding.ts';
 import type { ScriptRunner } from './client.ts';
 import { Decision, type DecisionHost } from './decision.ts';
 import { Dispatcher } from './dispatcher.ts';
@@ -93,7 +93,7 @@ export class Engine implements DecisionHost {
 
   /** Checks permits against every member (a RangeError, as in memory) and the Cluster slot rule. */
   check(binding: Binding, permits: number): void {
-    for (const m of binding.members) checkPermits(permits, m.spec.algorithm.limit);
+    binding.members.forEach((m, i) => checkPermits(ownPermits(binding, i, permits), m.spec.algorithm.limit));
     if (this.runner.cluster && binding.members.length > 1) {
       const slot = keySlot(binding.members[0].key);
       for (const m of binding.members) {
@@ -297,7 +297,8 @@ export class Engine implements DecisionHost {
       const m = members[i];
       calls[i] = {
         key: m.key,
-        spec: this.specOf(m.spec),
+        // `:1`: one permit per request (a requests member of a chain mixing units; see `lua/decide.ts`).
+        spec: binding.ones?.[i] === true ? `${this.specOf(m.spec)}:1` : this.specOf(m.spec),
         origin: m.origin,
         blocked: blockedFirst && i === 0,
         lease: leaseId,
