@@ -93,7 +93,10 @@ export class Engine implements DecisionHost {
 
   /** Checks permits against every member (a RangeError, as in memory) and the Cluster slot rule. */
   check(binding: Binding, permits: number): void {
-    binding.members.forEach((m, i) => checkPermits(ownPermits(binding, i, permits), m.spec.algorithm.limit));
+    const members = binding.members;
+    for (let i = 0; i < members.length; i++) {
+      checkPermits(ownPermits(binding, i, permits), members[i].spec.algorithm.limit);
+    }
     if (this.runner.cluster && binding.members.length > 1) {
       const slot = keySlot(binding.members[0].key);
       for (const m of binding.members) {
