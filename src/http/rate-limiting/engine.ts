@@ -352,17 +352,25 @@ export class RateLimiting {
     if (actual === undefined || lease === undefined || !lease.granted) return;
     if (lease.unsettleable() !== undefined) return; // settled by the handler, or refunded
     let value: unknown;
+    let problem: string;
     try {
       value = actual(req, res);
       if (value === undefined) return;
-      lease.settle(value as number);
+      if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+        problem = `answered ${describe(value)}, not a whole number ≥ 0`;
+      } else {
+        lease.settle(value);
+        return;
+      }
     } catch (error) {
-      const name = decision.route.policy?.name ?? 'global';
-      emitFloodgateWarning(
-        'FLOODGATE_COST_ACTUAL',
-        `rateLimiting: policy ${JSON.stringify(name)}: cost.actual(req, res) ${value === undefined ? `threw (${(error as Error)?.message ?? String(error)})` : `answered ${describe(value)}, not a whole number ≥ 0`}; the request keeps its estimate`,
-      );
+      const message = (error as Error | undefined)?.message ?? String(error);
+      problem =
+        value === undefined ? `threw (${message})` : `answered ${value}, which did not settle (${message})`;
     }
+    emitFloodgateWarning(
+      'FLOODGATE_COST_ACTUAL',
+      `rateLimiting: policy ${JSON.stringify(decision.route.policy?.name ?? 'global')}: cost.actual(req, res) ${problem}; the request keeps its estimate`,
+    );
   }
 
   /** The rate-limit header fields for an admitted request. */
