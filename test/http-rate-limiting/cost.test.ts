@@ -147,15 +147,29 @@ for (const name of Object.keys(adapters)) {
     test('a client that goes away keeps its estimate, charged once', async () => {
       const limiter = tokens();
       let actualCalls = 0;
+      // No sleeps to line up with: the client leaves once the server has taken the estimate, and the check runs
+      // once cost.actual was asked.
+      let decided = () => {};
+      let ended = () => {};
+      const taken = new Promise<void>((resolve) => {
+        decided = resolve;
+      });
+      const asked = new Promise<void>((resolve) => {
+        ended = resolve;
+      });
       const spec: AppSpec = {
         options: {
           policies: {
             chat: {
               limiter,
               cost: {
-                estimate: estimateOf,
+                estimate: (req) => {
+                  decided();
+                  return estimateOf(req);
+                },
                 actual: () => {
                   actualCalls++;
+                  ended();
                   return undefined;
                 },
               },
@@ -165,15 +179,12 @@ for (const name of Object.keys(adapters)) {
         routes: [{ path: '/chat', limit: 'chat' }],
       };
       await withApp(name, spec, async (base) => {
-        await new Promise<void>((resolve) => {
-          const request = http.get(`${base}/chat?delay=300`, { headers: { 'x-estimate': '30' } });
-          request.on('error', () => resolve());
-          setTimeout(() => {
-            request.destroy();
-            resolve();
-          }, 100);
-        });
-        await new Promise((resolve) => setTimeout(resolve, 400));
+        const request = http.get(`${base}/chat?delay=200`, { headers: { 'x-estimate': '30' } });
+        request.on('error', () => {});
+        await taken;
+        request.destroy();
+        await asked;
+        await new Promise((resolve) => setImmediate(resolve));
         assert.equal(limiter.statistics().available, 70, 'the estimate stands');
         assert.equal(actualCalls, 1, 'asked once, at the end');
       });
