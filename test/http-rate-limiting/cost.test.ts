@@ -190,6 +190,22 @@ for (const name of Object.keys(adapters)) {
       });
     });
 
+    test('with a refund rule: a settled cost stands, an unsettled estimate is given back', async () => {
+      const limiter = tokens();
+      const spec: AppSpec = {
+        options: {
+          policies: { chat: { limiter, cost: { estimate: estimateOf }, skipSuccessfulRequests: true } },
+        },
+        routes: [{ path: '/chat', limit: 'chat' }],
+      };
+      await withApp(name, spec, async (base) => {
+        assert.equal((await get(`${base}/chat?settle=10`, { 'x-estimate': '30' })).status, 200);
+        assert.equal((await get(`${base}/chat`, { 'x-estimate': '30' })).status, 200);
+        await get(`${base}/chat?settle=0`, { 'x-estimate': '1' });
+        assert.equal(limiter.statistics().available, 90, 'the settled 10 stands; the other 30 came back');
+      });
+    });
+
     test('bad estimates go to the error path and charge nothing', async () => {
       const limiter = tokens();
       const spec: AppSpec = {
