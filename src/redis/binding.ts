@@ -28,14 +28,11 @@ export interface Binding {
   partKey: string | undefined;
   /** A chain answers with a `ChainLease`. */
   chain: boolean;
-  /**
-   * For a chain mixing units (`unit`): true for each member that counts requests, which takes one permit per
-   * request whatever the permits asked. Undefined when every member takes the permits asked.
-   */
+  /** A chain mixing units: true for each requests member (one permit per request). */
   ones?: readonly boolean[] | undefined;
 }
 
-/** What member `i` of `binding` takes of a request for `permits` (see {@link Binding.ones}). */
+/** What member `i` takes of `permits` (see {@link Binding.ones}). */
 export function ownPermits(binding: Binding, i: number, permits: number): number {
   return binding.ones?.[i] === true && permits > 1 ? 1 : permits;
 }

@@ -50,7 +50,7 @@ export class RedisChainLimiter<R = void> implements StoredLimiterChain {
     const held = members.findIndex((m) => m.shape?.timeBased === false);
     if (this.ones !== undefined && held >= 0) {
       throw new TypeError(
-        `store.chain: member ${held} is a concurrency limit in a chain with cost members; on a Redis store a chain mixing units takes time-based limiters only (fixedWindow, slidingWindow, tokenBucket)`,
+        `store.chain: member ${held} is a concurrency limit in a chain with cost members; on Redis such a chain takes time-based limiters only`,
       );
     }
   }

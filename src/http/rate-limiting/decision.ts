@@ -67,11 +67,7 @@ export class Decision implements RateLimitInfo {
     };
   }
 
-  /**
-   * Settles this request's cost now (see `RouteCost`): the handler knows the real cost, and the route's
-   * `cost.actual` is then not asked. Throws as `lease.settle` does (a cost that is not a whole number ≥ 0, a second
-   * settle). A request admitted only by dry-run mode reserved nothing: the cost is checked, nothing is settled.
-   */
+  /** See {@link RateLimitInfo.settle}. Dry-run admitted a rejected request: nothing to settle, the cost is checked. */
   settle(actual: number): void {
     const lease = this.lease;
     if (lease === undefined || !lease.granted) {

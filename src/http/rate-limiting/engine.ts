@@ -341,10 +341,8 @@ export class RateLimiting {
   }
 
   /**
-   * The response of a granted request on a route with a cost ended (finished, or its client went away): settles
-   * its lease at what `cost.actual` reads, unless the handler settled it already. `undefined` keeps the estimate;
-   * a hook that throws or answers something that is not a whole number ≥ 0 keeps it too, with a warning (the
-   * response is gone: nobody else could hear it). Adapters call it once per request.
+   * A costed request's response ended: settles at what `cost.actual` reads unless settled already; a bad answer
+   * keeps the estimate, with a warning (nobody else could hear it now). Adapters call it once per request.
    */
   settleCost(decision: Decision, req: unknown, res: unknown): void {
     const actual = decision.route.cost?.actual;

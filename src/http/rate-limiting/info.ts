@@ -36,12 +36,7 @@ export interface RateLimitInfo {
   readonly key: string | undefined;
   /** Every limiter in force, global first, in the order of the `RateLimit` field. */
   readonly policies: readonly RateLimitPolicyInfo[];
-  /**
-   * Settles the request's cost at `actual`, now, on a route with a `cost` (any granted request can: its estimate
-   * was 1): the difference from the estimate is charged or given back (`lease.settle`), and the route's
-   * `cost.actual` is not asked. Throws a TypeError/RangeError for a cost that is not a whole number ≥ 0, an Error
-   * for a second settle. A request that is never settled keeps its estimate.
-   */
+  /** Settles the request's cost now, as `lease.settle(actual)` (and throws as it does); `cost.actual` is not asked. */
   settle(actual: number): void;
 }
 

@@ -10,7 +10,7 @@ import type { Member } from './options.ts';
  * The engine calls `keyOf` once per request and keeps the keys with the decision: the headers never call it.
  */
 export class MemberInfo {
-  /** The name the header items carry (`"global"`, `"tokens"`). */
+  /** The header items' name. */
   readonly name: string;
   /** The name as a Structured Field string (`"global"`). */
   readonly sfName: string;
@@ -42,10 +42,7 @@ export class MemberInfo {
   /** Partitions alive when the `partitions` metric last counted them. */
   knownSize = 0;
 
-  /**
-   * @param name The policy's name for this member (metrics, `onRejected`, the rejection's body).
-   * @param headerName The name its header items and `req.rateLimit.policies` carry (its unit, for a cost member).
-   */
+  /** `name`: the policy's (metrics); `headerName`: its header items' (a cost member's unit). */
   constructor(
     readonly member: Member,
     name: string,

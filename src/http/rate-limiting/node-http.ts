@@ -85,7 +85,7 @@ export function refundWhenDone<Req, Res>(
   res.once('close', done);
 }
 
-/** Runs `done` once, when `res` finishes or closes first (at once when it has already). */
+/** Runs `done` once, when `res` finishes or closes. */
 export function whenDone(res: ServerResponse, done: () => void): void {
   if (res.writableFinished || res.destroyed) {
     done();

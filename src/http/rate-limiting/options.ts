@@ -121,31 +121,20 @@ export interface RequestRules<Req = unknown, Res = unknown> {
   priority?: (req: Req, res: Res) => Priority;
 }
 
-/**
- * A route's cost, for a policy whose limiter counts cost (`unit: 'tokens'`…): each request takes its estimate
- * before the handler runs and is settled at the real cost the handler reports (`lease.settle`). A chain member
- * that counts requests takes one permit per request and is never settled.
- */
+/** A route's cost (docs/rate-limiting.md, "Costs"): an estimate taken before the handler, the real cost after. */
 export interface RouteCost<Req = unknown, Res = unknown> {
-  /**
-   * The request's estimate, in the limiter's unit: the permits it takes (a whole number ≥ 1), sync or async, from
-   * the framework's own request and response. Runs once per request, after `skip`, before the key functions; a
-   * throw, or anything but a whole number ≥ 1, goes where the framework sends errors (nothing is charged).
-   */
+  /** The permits a request takes: a whole number ≥ 1, sync or async; a throw or a bad number fails the request. */
   estimate: (req: Req, res: Res) => MaybePromise<number>;
   /**
-   * The real cost, read once the response has ended (finished, or its client gone) from what the handler left —
-   * `res.locals`, a header it set, the context's state. `undefined` keeps the estimate; a throw or a value that is
-   * not a whole number ≥ 0 keeps it too, with a `FLOODGATE_COST_ACTUAL` warning naming the value. A handler can
-   * settle itself instead, at once: `req.rateLimit.settle(actual)` (`c.get('rateLimit')`, `ctx.state.rateLimit`);
-   * then this is not asked.
+   * The real cost, read once the response has ended; `undefined` (or a bad value, with a warning) keeps the
+   * estimate. Not asked when the handler called `rateLimit.settle(n)`.
    */
   actual?: (req: Req, res: Res) => number | undefined;
 }
 
 /** A named or inline policy with its own options. */
 export interface RateLimitPolicyOptions<Req = unknown, Res = unknown> extends RequestRules<Req, Res> {
-  /** The route's cost: an estimate before, the real cost after (see {@link RouteCost}). Default: 1 per request. */
+  /** The route's cost (see {@link RouteCost}). Default: one permit per request. */
   cost?: RouteCost<Req, Res>;
   /**
    * The limiter. A plain limiter is one bucket for every route using the policy; partition it to split. A
@@ -278,7 +267,7 @@ export interface Policy {
   readonly cost: CostHooks | undefined;
 }
 
-/** A `cost` option, as validated. */
+/** `cost`, validated. */
 export interface CostHooks {
   // biome-ignore lint/suspicious/noExplicitAny: each adapter passes its own objects
   readonly estimate: (req: any, res: any) => MaybePromise<number>;

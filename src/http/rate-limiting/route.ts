@@ -73,7 +73,7 @@ export class RouteLimits {
    * alone and tell their own marks from another engine's by this.
    */
   owner: object | undefined = undefined;
-  /** The policy's cost hooks: a request takes its estimate and is settled after its response; else one permit. */
+  /** The policy's cost hooks, or undefined: one permit per request. */
   readonly cost: CostHooks | undefined;
   /** The policy's `skip`: when it says so, the request is decided by {@link globalOnly} instead. */
   readonly skip: RequestHook | undefined;

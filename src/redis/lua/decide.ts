@@ -37,7 +37,6 @@ local function spec(text)
   if c then return c end
   if specCount >= 1000 then specs, specCount = {}, 0 end
   specCount = specCount + 1
-  -- An eighth field, \`1\`: a member counting requests in a chain with cost members, one permit per request.
   local kind, limit, p1, p2, cr, pad, ttl, one = match(text, '^(%a+):([^:]*):([^:]*):([^:]*):(%d):([^:]*):([^:]*):?(%d?)$')
   -- A lockout's further parameters ride in p2: \`lockFor_factor_maxLockFor_memory\`.
   local lockFor, factor, maxLock, memory = match(p2, '^([^_]*)_([^_]*)_([^_]*)_([^_]*)$')

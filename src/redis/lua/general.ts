@@ -82,8 +82,6 @@ local function canGrant(m, permits, need)
   return m.a.available(m.c, m.s) >= need and (permits == 0 or not m.blocked)
 end
 
--- What member m takes of a request for \`permits\`: one, for a member counting requests in a chain with cost
--- members (its spec's \`one\` flag), else the permits asked.
 local function own(m, permits)
   if m.c.one and permits > 1 then return 1 end
   return permits
