@@ -225,11 +225,10 @@ export class RateLimiting {
     metrics: RouteMetrics,
     permits: number,
   ): Decision | Promise<Decision> {
-    // A Redis store has no classes: `rank` is not sent.
     const remote = route.remote;
     if (remote !== undefined && (!route.mayQueue || this.options.dryRun)) {
       return remote
-        .tryAcquire(resource, permits)
+        .tryAcquire(resource, rank, permits)
         .then((lease) => this.#decided(route, lease, resource, metrics));
     }
     if (!route.mayQueue || this.options.dryRun) {

@@ -129,7 +129,7 @@ export class RouteLimits {
       this.tryAcquire = () => {
         throw new Error('floodgate: a route on a Redis store decides through route.remote');
       };
-      this.acquire = (req, signal, _rank, permits) => remote.acquire(req, signal, permits);
+      this.acquire = (req, signal, rank, permits) => remote.acquire(req, signal, rank, permits);
     } else if (members.length === 0) {
       this.tryAcquire = () => {
         throw new Error('floodgate: a route without limiters has nothing to decide');

@@ -12,8 +12,14 @@ import type { Member } from './options.ts';
 
 /** How a route on a remote store decides: one round trip per decision, a chain included. */
 export interface RemoteDecider {
-  tryAcquire(resource: unknown, permits?: number): Promise<Lease>;
-  acquire(resource: unknown, signal: AbortSignal | undefined, permits?: number): Promise<Lease>;
+  /** `rank`: the request's class (a policy's `priority`), for members with priority classes. */
+  tryAcquire(resource: unknown, rank: number | undefined, permits?: number): Promise<Lease>;
+  acquire(
+    resource: unknown,
+    signal: AbortSignal | undefined,
+    rank: number | undefined,
+    permits?: number,
+  ): Promise<Lease>;
   /** Whether the store's fallback (`onUnavailable`) answered `lease`, not the store. */
   isFallback(lease: Lease): boolean;
 }
@@ -49,8 +55,8 @@ export function remoteDecider(members: readonly StoredLimiter[]): RemoteDecider 
   const store = members[0].store;
   const chain = store.chain(members);
   return {
-    tryAcquire: (resource, permits = 1) => chain.tryAcquire(resource, permits),
-    acquire: (resource, signal, permits = 1) => chain.acquire(resource, permits, signal),
+    tryAcquire: (resource, rank, permits = 1) => chain.tryAcquire(resource, permits, rank),
+    acquire: (resource, signal, rank, permits = 1) => chain.acquire(resource, permits, signal, rank),
     isFallback: (lease) => store.isFallback(lease),
   };
 }
