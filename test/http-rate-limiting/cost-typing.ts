@@ -19,7 +19,7 @@ import { fixedWindow } from '../../src/index.ts';
 
 const tokens = fixedWindow({ permitLimit: 100_000, window: '1m', unit: 'tokens' });
 
-export const express = expressRateLimiting({
+export const express: ReturnType<typeof expressRateLimiting> = expressRateLimiting({
   policies: {
     chat: {
       limiter: tokens,
