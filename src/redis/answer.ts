@@ -1,5 +1,5 @@
 import { ChainLease, HeldLease, Lease } from '../limiters/lease.ts';
-import type { Binding, BoundMember, Decided } from './binding.ts';
+import { type Binding, type BoundMember, type Decided, ownPermits } from './binding.ts';
 import type { ResolvedOptions } from './options.ts';
 import { decodeNumber } from './protocol.ts';
 import { RedisChainLease, RedisRefundableLease, type SettleSender } from './refund.ts';
@@ -52,7 +52,12 @@ export class Answers {
         if (permits > 0 && !m.spec.algorithm.timeBased) {
           leases[i] = this.held(binding, m, remaining, permits, leaseId);
         } else if (m.spec.algorithm.timeBased) {
-          leases[i] = this.granted(m, permits, remaining, decodeNumber(reply[2 + 2 * i]));
+          leases[i] = this.granted(
+            m,
+            ownPermits(binding, i, permits),
+            remaining,
+            decodeNumber(reply[2 + 2 * i]),
+          );
         } else {
           leases[i] = Lease.granted({ limit, remaining, source: m.owner, key: m.partKey });
         }

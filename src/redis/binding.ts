@@ -37,6 +37,13 @@ export interface Binding {
    * the share its class may use. Undefined: the default class.
    */
   rank?: number;
+  /** A chain mixing units: true for each requests member (one permit per request). */
+  ones?: readonly boolean[] | undefined;
+}
+
+/** What member `i` takes of `permits` (see {@link Binding.ones}). */
+export function ownPermits(binding: Binding, i: number, permits: number): number {
+  return binding.ones?.[i] === true && permits > 1 ? 1 : permits;
 }
 
 /** A decision's reply turned into a lease, and the index of the member that said no (-1: granted). */

@@ -44,15 +44,19 @@ export class RedisChainLimiter<R = void> implements StoredLimiterChain {
       }
     });
     this.needsResource = members.some((m) => (m as StoredLimiter).keyOf !== undefined);
-    // Each member takes the permits asked: a member counting requests beside one counting cost would need one
-    // permit per request, which the scripts do not do yet.
-    const units = [...new Set(members.map((m) => unitOf(m)))];
-    if (units.length > 1) {
+    // A chain mixing units: a member counting requests takes one permit per request (the script reads a flag
+    // on its settings), the cost members the permits asked — as in memory (`ChainLimiter`).
+    const requests = members.map((m) => unitOf(m) === 'requests');
+    this.ones = requests.some(Boolean) && !requests.every(Boolean) ? requests : undefined;
+    const held = members.findIndex((m) => m.shape?.timeBased === false);
+    if (this.ones !== undefined && held >= 0) {
       throw new TypeError(
-        `store.chain: its members count different units (${units.map((u) => JSON.stringify(u)).join(', ')}); on a Redis store every member of a chain counts the same unit (a chain mixing cost and requests runs in memory)`,
+        `store.chain: member ${held} is a concurrency limit in a chain with cost members; on Redis such a chain takes time-based limiters only`,
       );
     }
   }
+
+  private readonly ones: readonly boolean[] | undefined;
 
   /** The store that decides it (a Redis store). */
   get store(): RemoteStore {
@@ -163,7 +167,7 @@ export class RedisChainLimiter<R = void> implements StoredLimiterChain {
       members[i] = this.members[i].bind(resource);
       partKey ??= members[i].partKey;
     }
-    return { members, partKey, chain: true };
+    return { members, partKey, chain: true, ones: this.ones };
   }
 
   private split(args: unknown[]): [unknown, number] {

@@ -4,7 +4,7 @@ import { checkPermits } from '../limiters/options.ts';
 import { DEFAULT_RANK } from '../limiters/priority.ts';
 import type { LimiterSpec } from '../limiters/rate-limiter.ts';
 import { Answers } from './answer.ts';
-import type { Binding, BoundMember, Decided } from './binding.ts';
+import { type Binding, type BoundMember, type Decided, ownPermits } from './binding.ts';
 import type { ScriptRunner } from './client.ts';
 import { Decision, type DecisionHost } from './decision.ts';
 import { Dispatcher } from './dispatcher.ts';
@@ -110,7 +110,10 @@ export class Engine implements DecisionHost {
 
   /** Checks permits against every member (a RangeError, as in memory) and the Cluster slot rule. */
   check(binding: Binding, permits: number): void {
-    for (const m of binding.members) checkPermits(permits, m.spec.algorithm.limit);
+    const members = binding.members;
+    for (let i = 0; i < members.length; i++) {
+      checkPermits(ownPermits(binding, i, permits), members[i].spec.algorithm.limit);
+    }
     if (this.runner.cluster && binding.members.length > 1) {
       const slot = keySlot(binding.members[0].key);
       for (const m of binding.members) {
@@ -328,7 +331,11 @@ export class Engine implements DecisionHost {
       const m = members[i];
       calls[i] = {
         key: m.key,
-        spec: this.specOf(m.spec, binding.rank),
+        // `:1`: one permit per request (a requests member of a chain mixing units; see `lua/general.ts`).
+        spec:
+          binding.ones?.[i] === true
+            ? `${this.specOf(m.spec, binding.rank)}:1`
+            : this.specOf(m.spec, binding.rank),
         origin: m.origin,
         blocked: blockedFirst && i === 0,
         lease: leaseId,

@@ -15,7 +15,9 @@ import type { RateLimitingOptions, RouteLimit } from '../../src/http/rate-limiti
  * One tiny application per adapter, built from the same description, so that every scenario runs against
  * node:http, Express 5, Express 4, Fastify 5 and Hono 4 over real sockets.
  *
- * Handlers answer `ok`; `?delay=ms` makes them wait, `?throw=1` makes them throw after the delay.
+ * Handlers answer `ok`; `?delay=ms` makes them wait, `?throw=1` makes them throw after the delay; `?used=N` makes
+ * them set the response header `x-used: N` the framework's way (a cost for `cost.actual` to read), and
+ * `?settle=N` makes them call `rateLimit.settle(N)` themselves.
  */
 export interface RouteSpec {
   path: string;
@@ -64,6 +66,8 @@ async function work(url: string | undefined, info?: unknown): Promise<string> {
   const { delay, fail } = params(url);
   if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
   if (fail) throw new Error('handler failed on purpose');
+  const settle = new URL(url ?? '/', 'http://x').searchParams.get('settle');
+  if (settle !== null) (info as { settle(n: number): void }).settle(Number(settle));
   if (new URL(url ?? '/', 'http://x').searchParams.get('info') === '1') return JSON.stringify(info ?? null);
   return 'ok';
 }
@@ -85,20 +89,27 @@ export function listen(server: http.Server): Promise<Running> {
   });
 }
 
+function usedParam(url: string | undefined): string | null {
+  return new URL(url ?? '/', 'http://x').searchParams.get('used');
+}
+
 const express4 = createRequire(import.meta.url)('express4') as typeof express;
 
 const pathOf = (url: string | undefined) => (url ?? '/').split('?', 1)[0];
 
 const node: Start = async (spec) => {
   const limit = nodeRateLimiting(spec.options);
-  const handler = (req: IncomingMessage, res: ServerResponse) =>
-    work(req.url, req.rateLimit).then(
+  const handler = (req: IncomingMessage, res: ServerResponse) => {
+    const used = usedParam(req.url);
+    if (used !== null) res.setHeader('x-used', used);
+    return work(req.url, req.rateLimit).then(
       (body) => res.end(body),
       () => {
         res.statusCode = 500;
         res.end('failed');
       },
     );
+  };
   const routes = new Map(spec.routes.map((route) => [route.path, limit(handler, route.limit)]));
   const notFound = limit((_req: IncomingMessage, res: ServerResponse) => {
     res.statusCode = 404;
@@ -117,6 +128,8 @@ function expressApp(factory: typeof express | typeof express4): Start {
     const app = (factory as typeof express)();
     const limiter = expressRateLimiting(spec.options);
     const handler = (req: express.Request, res: express.Response, next: express.NextFunction) => {
+      const used = usedParam(req.url);
+      if (used !== null) res.set('x-used', used);
       work(req.url, req.rateLimit).then((body) => res.send(body), next);
     };
     const addRoutes = () => {
@@ -150,7 +163,11 @@ const fastify: Start = async (spec) => {
       app.get(
         route.path,
         { config: route.limit === undefined ? {} : { rateLimiting: route.limit } },
-        (request) => work(request.url, request.rateLimit),
+        (request, reply) => {
+          const used = usedParam(request.url);
+          if (used !== null) reply.header('x-used', used);
+          return work(request.url, request.rateLimit);
+        },
       );
     }
   };
@@ -169,7 +186,11 @@ const fastify: Start = async (spec) => {
 const hono: Start = async (spec) => {
   const app = new Hono();
   const limiter = honoRateLimiting(spec.options);
-  const handler = async (c: import('hono').Context) => c.text(await work(c.req.url, c.get('rateLimit')));
+  const handler = async (c: import('hono').Context) => {
+    const used = usedParam(c.req.url);
+    if (used !== null) c.header('x-used', used);
+    return c.text(await work(c.req.url, c.get('rateLimit')));
+  };
   const addRoutes = () => {
     for (const route of spec.routes) {
       if (route.limit === undefined) app.get(route.path, handler);

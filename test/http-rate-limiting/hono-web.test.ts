@@ -54,3 +54,33 @@ test('a concurrency permit comes back when the route settles, and a rejection an
   assert.equal(slots.statistics().available, 1);
   assert.equal((await app.request('/ok')).status, 200);
 });
+
+test('a cost on web objects: the real cost is read once the route settles (a throw keeps the estimate)', async () => {
+  const budget = fixedWindow({ permitLimit: 100, window: '1m', unit: 'tokens', clock: { now: () => 0 } });
+  const limiter = rateLimiting<{ Variables: { tokens?: number } }>({
+    policies: {
+      chat: {
+        limiter: budget,
+        cost: {
+          estimate: (c) => Number(c.req.header('x-estimate')),
+          actual: (c) => c.get('tokens'),
+        },
+      },
+    },
+  });
+  const app = new Hono<{ Variables: { tokens?: number } }>();
+  app.use(limiter);
+  app.get('/chat', limiter.requirePolicy('chat'), (c) => {
+    c.set('tokens', Number(c.req.query('used')));
+    return c.text('ok');
+  });
+  app.get('/throw', limiter.requirePolicy('chat'), () => {
+    throw new Error('boom');
+  });
+  app.onError((_error, c) => c.text('failed', 500));
+  const first = await app.request('/chat?used=10', { headers: { 'x-estimate': '30' } });
+  assert.equal(first.headers.get('ratelimit'), '"tokens";r=70;t=60');
+  assert.equal(budget.statistics().available, 90, 'settled when the route settled');
+  assert.equal((await app.request('/throw', { headers: { 'x-estimate': '20' } })).status, 500);
+  assert.equal(budget.statistics().available, 70, 'the estimate stands');
+});

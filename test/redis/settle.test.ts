@@ -9,7 +9,14 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
-import { fixedWindow, type Lease, type RateLimiter, slidingWindow, tokenBucket } from '../../src/index.ts';
+import {
+  concurrency,
+  fixedWindow,
+  type Lease,
+  type RateLimiter,
+  slidingWindow,
+  tokenBucket,
+} from '../../src/index.ts';
 import { redisStore } from '../../src/redis/index.ts';
 import { clients } from './clients.ts';
 import { fields, startStore, type TestClock, uniqueName } from './twin.ts';
@@ -187,18 +194,83 @@ test("a chain's members settle in one request, in one call", async () => {
   }
 });
 
-test('a Redis chain whose members count different units is a TypeError naming them', () => {
+for (const client of Object.keys(clients)) {
+  test(`${client}: a chain mixing tokens and requests: one permit per request for the requests member, all or nothing, one call per decision and per settle`, async () => {
+    const c = await clients[client](env.server.port);
+    const calls: string[][] = [];
+    const counting = new Proxy(c.client, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (typeof value !== 'function') return value;
+        if (['evalsha', 'eval', 'fcall', 'call', 'evalSha', 'sendCommand'].includes(String(property))) {
+          return (...args: unknown[]) => {
+            calls.push(args.flat(3).map(String));
+            return value.apply(target, args);
+          };
+        }
+        return value.bind(target);
+      },
+    });
+    try {
+      const store = redisStore({ client: counting as never, timeoutMs: 5000 });
+      const hour = 3_600_000;
+      const tokens = store.limiter(fixedWindow({ permitLimit: 1000, window: hour, unit: 'tokens' }), {
+        name: uniqueName(),
+      });
+      const requests = store.limiter(fixedWindow({ permitLimit: 3, window: hour }), { name: uniqueName() });
+      const limits = store.chain(tokens, requests);
+      await limits.tryAcquire(0); // the script loaded
+      const before = calls.length;
+      const first = await limits.tryAcquire(400);
+      const counted = calls.length - before === 1; // ioredis's calls are seen here; node-redis's by another name
+      assert.equal(first.granted, true);
+      assert.deepEqual(
+        first.members?.map((l) => l.remaining),
+        [600, 2],
+        'the estimate in tokens, one request',
+      );
+      const settling = calls.length;
+      first.settle(100);
+      const second = await limits.tryAcquire(800);
+      if (counted) {
+        // One settle request — op 's', no permits, one member: the tokens member alone — in one call.
+        const settles = calls
+          .slice(settling)
+          .filter((args) => args.some((a, i) => a === 's' && args[i + 1] === '0' && args[i + 2] === '1'));
+        assert.equal(settles.length, 1, JSON.stringify(calls.slice(settling)));
+      } else assert.equal(client, 'node-redis', 'calls are counted on ioredis');
+      assert.equal(second.granted, true, '900 tokens left once the first settled at 100');
+      assert.deepEqual(
+        second.members?.map((l) => l.remaining),
+        [100, 1],
+      );
+      // All or nothing: too many tokens asked takes no request; too many requests takes no tokens.
+      const tooBig = await limits.tryAcquire(500);
+      assert.equal(tooBig.granted, false);
+      assert.equal(tooBig.source, tokens);
+      assert.equal((await limits.tryAcquire(50)).granted, true);
+      const noRequest = await limits.tryAcquire(10);
+      assert.equal(noRequest.granted, false);
+      assert.equal(noRequest.source, requests);
+      assert.deepEqual(
+        [(await tokens.tryAcquire(0)).remaining, (await requests.tryAcquire(0)).remaining],
+        [50, 0],
+        'the rejections took nothing',
+      );
+      assert.throws(() => first.settle(1), /settled already/);
+    } finally {
+      await c.close();
+    }
+  });
+}
+
+test('a Redis chain mixing units with a concurrency limit is a TypeError naming it', () => {
   const store = redisStore({ client: { evalsha() {}, eval() {} } as never });
-  const tokens = store.limiter(
-    tokenBucket({ tokenLimit: 10, tokensPerPeriod: 1, period: 1000, unit: 'tokens' }),
-    {
-      name: 'x',
-    },
-  );
-  const requests = store.limiter(fixedWindow({ permitLimit: 10, window: 1000 }), { name: 'y' });
-  assert.throws(() => store.chain(tokens, requests), {
+  const tokens = store.limiter(fixedWindow({ permitLimit: 10, window: 1000, unit: 'tokens' }), { name: 'x' });
+  const slots = store.limiter(concurrency({ permitLimit: 2 }), { name: 'y' });
+  assert.throws(() => store.chain(tokens, slots), {
     name: 'TypeError',
-    message: /^store.chain: its members count different units \("tokens", "requests"\)/,
+    message: /^store.chain: member 1 is a concurrency limit in a chain with cost members/,
   });
 });
 

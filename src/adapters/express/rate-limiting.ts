@@ -16,6 +16,7 @@ export type {
   RateLimitingOptions,
   RateLimitPolicyOptions,
   RejectedContext,
+  RouteCost,
   RouteLimit,
 } from '../../http/rate-limiting/options.ts';
 

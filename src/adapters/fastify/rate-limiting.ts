@@ -22,6 +22,7 @@ export type {
   RateLimitingOptions,
   RateLimitPolicyOptions,
   RejectedContext,
+  RouteCost,
   RouteLimit,
 } from '../../http/rate-limiting/options.ts';
 

@@ -85,10 +85,12 @@ export function runOnWeb(
     }
   }
   const refund = decision.refundable;
+  const costed = decision.route.cost !== undefined && decision.granted;
   let route: Promise<void>;
   try {
     route = next();
   } catch (error) {
+    if (costed) engine.settleCost(decision, c, c);
     if (refund) engine.finished(decision, c, c, false, 500);
     release();
     throw error;
@@ -96,9 +98,11 @@ export function runOnWeb(
   return route
     .then(
       () => {
+        if (costed) engine.settleCost(decision, c, c);
         if (refund) engine.finished(decision, c, c, c.error === undefined, c.res.status);
       },
       (error: unknown) => {
+        if (costed) engine.settleCost(decision, c, c);
         if (refund) engine.finished(decision, c, c, false, 500);
         throw error;
       },

@@ -22,6 +22,7 @@ export type {
   RateLimitingOptions,
   RateLimitPolicyOptions,
   RejectedContext,
+  RouteCost,
   RouteLimit,
 } from '../../http/rate-limiting/options.ts';
 
@@ -118,7 +119,10 @@ export function rateLimiting<E extends Env>(options?: HonoRateLimitingOptions<E>
     if (verdict === 'answered') return Promise.resolve();
     // The timeout answered: the context needs a response of its own, which node-server does not write.
     if (verdict === 'canceled') return Promise.resolve(new Response(null, { status: 499 }));
-    if ((verdict.heldSince >= 0 || verdict.refundable) && nodeOutgoing(c) === undefined) {
+    if (
+      (verdict.heldSince >= 0 || verdict.refundable || verdict.route.cost !== undefined) &&
+      nodeOutgoing(c) === undefined
+    ) {
       return runOnWeb(engine, verdict, c, next);
     }
     return next();

@@ -3,6 +3,7 @@ export type {
   OnRejected,
   RateLimitPolicyOptions,
   RejectedContext,
+  RouteCost,
   RouteLimit,
 } from '../../http/rate-limiting/options.ts';
 export type { RequestTimeout, RequestTimeoutsOptions, RouteTimeout } from '../../http/timeouts/index.ts';

@@ -13,6 +13,7 @@ export type {
   RateLimitingOptions,
   RateLimitPolicyOptions,
   RejectedContext,
+  RouteCost,
   RouteLimit,
 } from '../../http/rate-limiting/options.ts';
 

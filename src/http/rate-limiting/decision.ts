@@ -1,5 +1,5 @@
 import type { KeyedResource } from '../../limiters/keyed.ts';
-import type { Lease } from '../../limiters/lease.ts';
+import { checkCost, type Lease } from '../../limiters/lease.ts';
 import { policiesOf, type RateLimitInfo, type RateLimitPolicyInfo, tightest } from './info.ts';
 import type { RejectingLimiter } from './options.ts';
 import type { RouteLimits } from './route.ts';
@@ -65,6 +65,16 @@ export class Decision implements RateLimitInfo {
       key: this.key,
       policies: this.policies,
     };
+  }
+
+  /** See {@link RateLimitInfo.settle}. Dry-run admitted a rejected request: nothing to settle, the cost is checked. */
+  settle(actual: number): void {
+    const lease = this.lease;
+    if (lease === undefined || !lease.granted) {
+      checkCost(actual);
+      return;
+    }
+    lease.settle(actual);
   }
 
   /** Whether the response must be watched to refund this request (a granted lease and a refund rule). */

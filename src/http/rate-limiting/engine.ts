@@ -3,6 +3,7 @@ import { KeyedResource } from '../../limiters/keyed.ts';
 import type { Lease, ReleaseOutcome } from '../../limiters/lease.ts';
 import { rankOf } from '../../limiters/priority.ts';
 import { telemetry } from '../../telemetry.ts';
+import { emitFloodgateWarning } from '../../warning.ts';
 
 import { Decision } from './decision.ts';
 import {
@@ -134,18 +135,35 @@ export class RateLimiting {
     metrics: RouteMetrics,
   ): Decision | Promise<Decision> {
     const skip = route.skip;
-    if (skip === undefined) return this.#keyed(req, res, route, signal, context, metrics);
+    if (skip === undefined) return this.#costed(req, res, route, signal, context, metrics);
     const verdict = skip(req, res);
     const next = (skipped: unknown): Decision | Promise<Decision> => {
-      if (!skipped) return this.#keyed(req, res, route, signal, context, metrics);
+      if (!skipped) return this.#costed(req, res, route, signal, context, metrics);
       const global = route.globalOnly ?? this.defaultRoute;
       // Counted under the global limiter's policy, still on the request's route.
       const labelled = global.metricsFor(metrics.template);
       return global.unlimited
         ? skippedDecision(route)
-        : this.#keyed(req, res, global, signal, context, labelled);
+        : this.#costed(req, res, global, signal, context, labelled);
     };
     return isThenable(verdict) ? Promise.resolve(verdict).then(next) : next(verdict);
+  }
+
+  // A route with a cost takes its estimate (awaited when async) rather than one permit.
+  #costed<C>(
+    req: unknown,
+    res: unknown,
+    route: RouteLimits,
+    signal: (context: C) => AbortSignal | undefined,
+    context: C,
+    metrics: RouteMetrics,
+  ): Decision | Promise<Decision> {
+    const cost = route.cost;
+    if (cost === undefined) return this.#keyed(req, res, route, signal, context, metrics, 1);
+    const estimate = cost.estimate(req, res);
+    const next = (value: unknown): Decision | Promise<Decision> =>
+      this.#keyed(req, res, route, signal, context, metrics, checkEstimate(route, value));
+    return isThenable(estimate) ? Promise.resolve(estimate).then(next) : next(estimate);
   }
 
   #keyed<C>(
@@ -155,11 +173,12 @@ export class RateLimiting {
     signal: (context: C) => AbortSignal | undefined,
     context: C,
     metrics: RouteMetrics,
+    permits: number,
   ): Decision | Promise<Decision> {
     // The request's class: synchronous, so a memory route stays synchronous; a number, so nothing is allocated.
     const priority = route.priority;
     const rank = priority === undefined ? undefined : rankOf(PRIORITY, priority(req, res));
-    if (!route.keyed) return this.#decideKeyed(undefined, route, signal, context, rank, metrics);
+    if (!route.keyed) return this.#decideKeyed(undefined, route, signal, context, rank, metrics, permits);
     const lone = route.tryAcquireKey;
     const keyOfs = route.keyOfs;
     let keys: unknown[];
@@ -182,7 +201,7 @@ export class RateLimiting {
     for (const key of keys) if (typeof key !== 'string' && isThenable(key)) pending = true;
     if (!pending) {
       const resource = new KeyedResource(route.members, keys as (string | undefined)[]);
-      return this.#decideKeyed(resource, route, signal, context, rank, metrics);
+      return this.#decideKeyed(resource, route, signal, context, rank, metrics, permits);
     }
     return Promise.all(keys).then((awaited) =>
       this.#decideKeyed(
@@ -192,6 +211,7 @@ export class RateLimiting {
         context,
         rank,
         metrics,
+        permits,
       ),
     );
   }
@@ -203,15 +223,16 @@ export class RateLimiting {
     context: C,
     rank: number | undefined,
     metrics: RouteMetrics,
+    permits: number,
   ): Decision | Promise<Decision> {
     const remote = route.remote;
     if (remote !== undefined && (!route.mayQueue || this.options.dryRun)) {
       return remote
-        .tryAcquire(resource, rank)
+        .tryAcquire(resource, rank, permits)
         .then((lease) => this.#decided(route, lease, resource, metrics));
     }
     if (!route.mayQueue || this.options.dryRun) {
-      return this.#decided(route, route.tryAcquire(resource, rank), resource, metrics);
+      return this.#decided(route, route.tryAcquire(resource, rank, permits), resource, metrics);
     }
     const instruments = telemetry();
     const attributes = metrics.held;
@@ -221,7 +242,7 @@ export class RateLimiting {
     let abort: AbortSignal | undefined;
     try {
       abort = signal(context);
-      waiting = route.acquire(resource, abort, rank);
+      waiting = route.acquire(resource, abort, rank, permits);
     } catch (error) {
       waiting = Promise.reject(error);
     }
@@ -318,6 +339,37 @@ export class RateLimiting {
     else apply(verdict);
   }
 
+  /**
+   * A costed request's response ended: settles at what `cost.actual` reads unless settled already; a bad answer
+   * keeps the estimate, with a warning (nobody else could hear it now). Adapters call it once per request.
+   */
+  settleCost(decision: Decision, req: unknown, res: unknown): void {
+    const actual = decision.route.cost?.actual;
+    const lease = decision.lease;
+    if (actual === undefined || lease === undefined || !lease.granted) return;
+    if (lease.unsettleable() !== undefined) return; // settled by the handler, or refunded
+    let value: unknown;
+    let problem: string;
+    try {
+      value = actual(req, res);
+      if (value === undefined) return;
+      if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+        problem = `answered ${describe(value)}, not a whole number ≥ 0`;
+      } else {
+        lease.settle(value);
+        return;
+      }
+    } catch (error) {
+      const message = (error as Error | undefined)?.message ?? String(error);
+      problem =
+        value === undefined ? `threw (${message})` : `answered ${value}, which did not settle (${message})`;
+    }
+    emitFloodgateWarning(
+      'FLOODGATE_COST_ACTUAL',
+      `rateLimiting: policy ${JSON.stringify(decision.route.policy?.name ?? 'global')}: cost.actual(req, res) ${problem}; the request keeps its estimate`,
+    );
+  }
+
   /** The rate-limit header fields for an admitted request. */
   headers(decision: Decision): Array<[string, string]> {
     // An onUnavailable answer knows nothing of the limiters' state.
@@ -393,6 +445,17 @@ export function outcomeOfStatus(finished: boolean, status: number): ReleaseOutco
 // A skipped request: no lease, so no header fields, no hold and nothing counted.
 function skippedDecision(route: RouteLimits): Decision {
   return new Decision(route, undefined, 'acquired');
+}
+
+// An estimate: a whole number ≥ 1 (the limiter says whether it fits), else the error goes where the framework's
+// go. Not 0: a zero-permit ask is a probe, which reserves nothing and so could not be settled.
+function checkEstimate(route: RouteLimits, value: unknown): number {
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 1) return value;
+  const where = `rateLimiting: policy ${JSON.stringify(route.policy?.name ?? 'global')}: cost.estimate(req, res)`;
+  if (typeof value !== 'number') {
+    throw new TypeError(`${where} must return a whole number ≥ 1; got ${describe(value)}`);
+  }
+  throw new RangeError(`${where} must return a whole number ≥ 1 (a finite cost); got ${describe(value)}`);
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

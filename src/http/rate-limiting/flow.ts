@@ -9,6 +9,7 @@ import {
   refundWhenDone,
   setHeader,
   waitSignal,
+  whenDone,
   writeRejection,
 } from './node-http.ts';
 import type { RejectedContext } from './options.ts';
@@ -126,10 +127,13 @@ export class Flow<H> {
       setLimitHeaders(options, decision.route, decision.resource, lease, h, answers.header);
     }
     const refundable = decision.refundable;
-    if (decision.heldSince < 0 && !refundable) return;
+    const costed = decision.route.cost !== undefined && lease?.granted === true;
+    if (decision.heldSince < 0 && !refundable && !costed) return;
     const res = answers.node(h);
     if (res === undefined) return; // the adapter watches what its runtime offers
     holdUntilEnd(engine, res, decision);
+    // Settled before the refund rule is asked: a settled cost stands, a refund gives back only an unsettled one.
+    if (costed) whenDone(res, () => engine.settleCost(decision, request, response));
     if (refundable) refundWhenDone(engine, request, response, res, decision);
   }
 

@@ -24,6 +24,7 @@ export type {
   RateLimitPolicyOptions,
   RejectedContext,
   RejectingLimiter,
+  RouteCost,
   RouteLimit,
 } from './options.ts';
 export type { RouteLimits } from './route.ts';

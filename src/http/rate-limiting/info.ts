@@ -36,6 +36,8 @@ export interface RateLimitInfo {
   readonly key: string | undefined;
   /** Every limiter in force, global first, in the order of the `RateLimit` field. */
   readonly policies: readonly RateLimitPolicyInfo[];
+  /** Settles the request's cost now, as `lease.settle(actual)` (and throws as it does); `cost.actual` is not asked. */
+  settle(actual: number): void;
 }
 
 /** Every limiter in force on a decided request (none when no limiter's state is known). */

@@ -10,6 +10,8 @@ import type { Member } from './options.ts';
  * The engine calls `keyOf` once per request and keeps the keys with the decision: the headers never call it.
  */
 export class MemberInfo {
+  /** The header items' name. */
+  readonly name: string;
   /** The name as a Structured Field string (`"global"`). */
   readonly sfName: string;
   /** The partition key function (called once per request, by the engine), or undefined for a plain limiter. */
@@ -40,11 +42,14 @@ export class MemberInfo {
   /** Partitions alive when the `partitions` metric last counted them. */
   knownSize = 0;
 
+  /** `name`: the policy's (metrics); `headerName`: its header items' (a cost member's unit). */
   constructor(
     readonly member: Member,
-    readonly name: string,
+    name: string,
+    headerName = name,
   ) {
-    this.sfName = sfString(name);
+    this.name = headerName;
+    this.sfName = sfString(headerName);
     this.attributes = { policy: name };
     this.remainingPrefix = `${this.sfName};r=`;
     this.keyOf = member.keyOf;

@@ -84,3 +84,18 @@ export function refundWhenDone<Req, Res>(
   res.once('finish', done);
   res.once('close', done);
 }
+
+/** Runs `done` once, when `res` finishes or closes. */
+export function whenDone(res: ServerResponse, done: () => void): void {
+  if (res.writableFinished || res.destroyed) {
+    done();
+    return;
+  }
+  const once = (): void => {
+    res.off('finish', once);
+    res.off('close', once);
+    done();
+  };
+  res.once('finish', once);
+  res.once('close', once);
+}

@@ -121,8 +121,21 @@ export interface RequestRules<Req = unknown, Res = unknown> {
   priority?: (req: Req, res: Res) => Priority;
 }
 
+/** A route's cost (docs/rate-limiting.md, "Costs"): an estimate taken before the handler, the real cost after. */
+export interface RouteCost<Req = unknown, Res = unknown> {
+  /** The permits a request takes: a whole number ≥ 1, sync or async; a throw or a bad number fails the request. */
+  estimate: (req: Req, res: Res) => MaybePromise<number>;
+  /**
+   * The real cost, read once the response has ended; `undefined` (or a bad value, with a warning) keeps the
+   * estimate. Not asked when the handler called `rateLimit.settle(n)`.
+   */
+  actual?: (req: Req, res: Res) => number | undefined;
+}
+
 /** A named or inline policy with its own options. */
 export interface RateLimitPolicyOptions<Req = unknown, Res = unknown> extends RequestRules<Req, Res> {
+  /** The route's cost (see {@link RouteCost}). Default: one permit per request. */
+  cost?: RouteCost<Req, Res>;
   /**
    * The limiter. A plain limiter is one bucket for every route using the policy; partition it to split. A
    * partitioned limiter's key function receives the framework's request (see {@link RateLimitingOptions}).
@@ -142,6 +155,7 @@ export const RATE_LIMIT_POLICY_OPTION_NAMES: readonly string[] = [
   'limiter',
   'onRejected',
   'name',
+  'cost',
   'skip',
   'skipSuccessfulRequests',
   'skipFailedRequests',
@@ -249,6 +263,16 @@ export interface Policy {
   readonly refund: RefundRule | undefined;
   /** Undefined when the policy sets none (the global one applies). */
   readonly priority: PriorityHook | undefined;
+  /** The route's cost hooks, or undefined: one permit per request. */
+  readonly cost: CostHooks | undefined;
+}
+
+/** `cost`, validated. */
+export interface CostHooks {
+  // biome-ignore lint/suspicious/noExplicitAny: each adapter passes its own objects
+  readonly estimate: (req: any, res: any) => MaybePromise<number>;
+  // biome-ignore lint/suspicious/noExplicitAny: as above
+  readonly actual: ((req: any, res: any) => number | undefined) | undefined;
 }
 
 /** One limiter of a route's chain: in memory (decided synchronously) or on a Redis store (one round trip). */
@@ -380,6 +404,7 @@ export function buildPolicy(where: string, name: string, spec: unknown, withOpti
       skip: undefined,
       refund: undefined,
       priority: undefined,
+      cost: undefined,
     };
   }
   if (withOptions && typeof spec === 'object' && spec !== null && !Array.isArray(spec)) {
@@ -400,6 +425,7 @@ export function buildPolicy(where: string, name: string, spec: unknown, withOpti
       skip: hook(`${where}.skip`, options.skip) as RequestHook | undefined,
       refund: refundRule(where, options),
       priority: hook(`${where}.priority`, options.priority) as PriorityHook | undefined,
+      cost: costHooks(`${where}.cost`, options.cost),
     };
   }
   throw new TypeError(
@@ -422,6 +448,26 @@ function isHttpLimiter(value: unknown): value is Limiter {
 // and the policy.
 function flatten(limiter: Limiter): Member[] {
   return leaves(limiter);
+}
+
+const COST_OPTION_NAMES = ['estimate', 'actual'];
+
+function costHooks(where: string, cost: unknown): CostHooks | undefined {
+  if (cost === undefined) return undefined;
+  if (typeof cost !== 'object' || cost === null) {
+    throw new TypeError(`${where} must be an object { estimate, actual? }; got ${describe(cost)}`);
+  }
+  rejectUnknown(where, cost, COST_OPTION_NAMES);
+  const { estimate, actual } = cost as Partial<RouteCost>;
+  if (typeof estimate !== 'function') {
+    throw new TypeError(
+      `${where}.estimate must be a function (req, res) => number; got ${describe(estimate)}`,
+    );
+  }
+  if (actual !== undefined && typeof actual !== 'function') {
+    throw new TypeError(`${where}.actual must be a function (req, res) => number; got ${describe(actual)}`);
+  }
+  return { estimate, actual };
 }
 
 function hook(where: string, value: unknown): OnRejected | undefined {

@@ -1,9 +1,10 @@
 import { ChainLimiter } from '../../limiters/chain.ts';
 import { keyFor } from '../../limiters/keyed.ts';
-import type { Lease } from '../../limiters/lease.ts';
+import { type Lease, unitOf } from '../../limiters/lease.ts';
 import type { MemoryLimiter } from '../../limiters/limiter.ts';
 import { MemberInfo } from './member-info.ts';
 import {
+  type CostHooks,
   GLOBAL,
   type Member,
   type OnRejected,
@@ -52,14 +53,19 @@ export class RouteLimits {
    * Decides now for a keyed request; never waits. Memory limiters only: a route on a Redis store uses
    * {@link remote}. `rank` is the request's class (see {@link priority}), for every member.
    */
-  readonly tryAcquire: (resource: unknown, rank?: number) => Lease;
+  readonly tryAcquire: (resource: unknown, rank?: number, permits?: number) => Lease;
   /**
    * For a route whose only limiter is a partitioned one in memory: decides now by the key itself, with no
    * `KeyedResource` to build (the commonest route: a per-client global limiter).
    */
-  readonly tryAcquireKey: ((key: string, rank?: number) => Lease) | undefined;
+  readonly tryAcquireKey: ((key: string, rank?: number, permits?: number) => Lease) | undefined;
   /** Decides for a keyed request, waiting in a queue when a member has one. */
-  readonly acquire: (resource: unknown, signal: AbortSignal | undefined, rank?: number) => Promise<Lease>;
+  readonly acquire: (
+    resource: unknown,
+    signal: AbortSignal | undefined,
+    rank?: number,
+    permits?: number,
+  ) => Promise<Lease>;
   /** How the route decides when its limiters are on a Redis store (then every decision is a Promise). */
   readonly remote: RemoteDecider | undefined;
   /**
@@ -67,6 +73,8 @@ export class RouteLimits {
    * alone and tell their own marks from another engine's by this.
    */
   owner: object | undefined = undefined;
+  /** The policy's cost hooks, or undefined: one permit per request. */
+  readonly cost: CostHooks | undefined;
   /** The policy's `skip`: when it says so, the request is decided by {@link globalOnly} instead. */
   readonly skip: RequestHook | undefined;
   /** The route that decides a request this route's policy skips (the global limiter alone). Set by the engine. */
@@ -98,7 +106,7 @@ export class RouteLimits {
     }
     this.members = members;
     this.names = names;
-    this.infos = members.map((member, i) => new MemberInfo(member, names[i]));
+    this.infos = members.map((member, i) => new MemberInfo(member, names[i], headerName(members, names, i)));
     // Partitions on a Redis store live in Redis: the `partitions` metric follows memory limiters only.
     this.partitioned = this.infos.filter(
       (info) => (info.member as Partial<MemoryLimiter>).size !== undefined,
@@ -107,6 +115,7 @@ export class RouteLimits {
     this.metricPolicy = policy?.name ?? GLOBAL;
     this.onRejected = policy?.onRejected ?? fallbackOnRejected;
     this.skip = policy?.skip;
+    this.cost = policy?.cost;
     this.mayQueue = members.some((member) => member.mayQueue);
     this.metrics = new RouteMetrics(this.metricPolicy, undefined);
 
@@ -114,13 +123,13 @@ export class RouteLimits {
     this.keyed = this.keyOfs.some((keyOf) => keyOf !== undefined);
     if (members.length > 0) checkOneStore(where, members, names);
     const remote = members.length > 0 && isRemote(members[0]) ? remoteDecider(members as never) : undefined;
-    let lone: ((key: string, rank?: number) => Lease) | undefined;
+    let lone: ((key: string, rank?: number, permits?: number) => Lease) | undefined;
     this.remote = remote;
     if (remote !== undefined) {
       this.tryAcquire = () => {
         throw new Error('floodgate: a route on a Redis store decides through route.remote');
       };
-      this.acquire = (req, signal, rank) => remote.acquire(req, signal, rank);
+      this.acquire = (req, signal, rank, permits) => remote.acquire(req, signal, rank, permits);
     } else if (members.length === 0) {
       this.tryAcquire = () => {
         throw new Error('floodgate: a route without limiters has nothing to decide');
@@ -130,22 +139,31 @@ export class RouteLimits {
       // One limiter in memory: asked through the contract's template methods, by its key.
       const only = members[0] as MemoryLimiter;
       if (only.keyOf === undefined) {
-        this.tryAcquire = (_req, rank) => only.tryAcquireFor(undefined, 1, this.refund !== undefined, rank);
-        this.acquire = (_req, signal, rank) => only.acquireFor(undefined, 1, signal, rank);
+        this.tryAcquire = (_req, rank, permits = 1) =>
+          only.tryAcquireFor(undefined, permits, this.refund !== undefined || this.cost !== undefined, rank);
+        this.acquire = (_req, signal, rank, permits = 1) => only.acquireFor(undefined, permits, signal, rank);
       } else {
         const keyOf = only as { readonly keyOf: (resource: unknown) => unknown };
-        this.tryAcquire = (req, rank) =>
-          only.tryAcquireFor(keyFor(keyOf, req), 1, this.refund !== undefined, rank);
+        this.tryAcquire = (req, rank, permits = 1) =>
+          only.tryAcquireFor(
+            keyFor(keyOf, req),
+            permits,
+            this.refund !== undefined || this.cost !== undefined,
+            rank,
+          );
         // The keys are the engine's already (a KeyedResource): nothing here can throw.
-        this.acquire = (req, signal, rank) => only.acquireFor(keyFor(keyOf, req), 1, signal, rank);
-        // Refundable leases only where a refund rule may ask for one (set by the engine after construction).
-        lone = (key, rank) => only.tryAcquireFor(key, 1, this.refund !== undefined, rank);
+        this.acquire = (req, signal, rank, permits = 1) =>
+          only.acquireFor(keyFor(keyOf, req), permits, signal, rank);
+        // Refundable leases only where a refund rule or a cost may ask for one (set by the engine after
+        // construction). A cost route has none: its permits vary, and go through tryAcquire.
+        if (this.cost === undefined)
+          lone = (key, rank) => only.tryAcquireFor(key, 1, this.refund !== undefined, rank);
       }
     } else {
       // Several in memory: one synchronous all-or-nothing chain, binding each member through the contract.
       const chain = new ChainLimiter<unknown>(members as MemoryLimiter[]);
-      this.tryAcquire = (req, rank) => chain.tryAcquireFor(req, 1, true, rank);
-      this.acquire = (req, signal, rank) => chain.acquireFor(req, 1, signal, rank);
+      this.tryAcquire = (req, rank, permits = 1) => chain.tryAcquireFor(req, permits, true, rank);
+      this.acquire = (req, signal, rank, permits = 1) => chain.acquireFor(req, permits, signal, rank);
     }
     this.tryAcquireKey = lone;
   }
@@ -176,4 +194,16 @@ export class RouteLimits {
   isGlobal(index: number): boolean {
     return index < this.globalCount;
   }
+}
+
+/**
+ * The name member `i`'s `RateLimit` items carry: a limiter counting cost is named by its unit (`"tokens"`), so a
+ * client reads which quota is which — its policy's name too (`"chat.tokens"`) when another member counts the
+ * same unit; one counting requests by its policy's name.
+ */
+function headerName(members: readonly Member[], names: readonly string[], i: number): string {
+  const unit = unitOf(members[i]);
+  if (unit === 'requests') return names[i];
+  const shared = members.some((m, j) => j !== i && unitOf(m) === unit);
+  return shared ? `${names[i]}.${unit}` : unit;
 }

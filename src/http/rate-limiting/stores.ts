@@ -13,8 +13,13 @@ import type { Member } from './options.ts';
 /** How a route on a remote store decides: one round trip per decision, a chain included. */
 export interface RemoteDecider {
   /** `rank`: the request's class (a policy's `priority`), for members with priority classes. */
-  tryAcquire(resource: unknown, rank: number | undefined): Promise<Lease>;
-  acquire(resource: unknown, signal: AbortSignal | undefined, rank: number | undefined): Promise<Lease>;
+  tryAcquire(resource: unknown, rank: number | undefined, permits?: number): Promise<Lease>;
+  acquire(
+    resource: unknown,
+    signal: AbortSignal | undefined,
+    rank: number | undefined,
+    permits?: number,
+  ): Promise<Lease>;
   /** Whether the store's fallback (`onUnavailable`) answered `lease`, not the store. */
   isFallback(lease: Lease): boolean;
 }
@@ -50,8 +55,8 @@ export function remoteDecider(members: readonly StoredLimiter[]): RemoteDecider 
   const store = members[0].store;
   const chain = store.chain(members);
   return {
-    tryAcquire: (resource, rank) => chain.tryAcquire(resource, 1, rank),
-    acquire: (resource, signal, rank) => chain.acquire(resource, 1, signal, rank),
+    tryAcquire: (resource, rank, permits = 1) => chain.tryAcquire(resource, permits, rank),
+    acquire: (resource, signal, rank, permits = 1) => chain.acquire(resource, permits, signal, rank),
     isFallback: (lease) => store.isFallback(lease),
   };
 }

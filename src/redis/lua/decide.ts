@@ -38,7 +38,7 @@ local function spec(text)
   if c then return c end
   if specCount >= 1000 then specs, specCount = {}, 0 end
   specCount = specCount + 1
-  local kind, limit, p1, p2, cr, pad, ttl = match(text, '^(%a+):([^:]*):([^:]*):([^:]*):(%d):([^:]*):([^:]*)$')
+  local kind, limit, p1, p2, cr, pad, ttl, one = match(text, '^(%a+):([^:]*):([^:]*):([^:]*):(%d):([^:]*):([^:]*):?(%d?)$')
   -- A lockout's further parameters ride in p2: \`lockFor_factor_maxLockFor_memory\`.
   local lockFor, factor, maxLock, memory = match(p2, '^([^_]*)_([^_]*)_([^_]*)_([^_]*)$')
   p1, p2 = tonumber(p1), tonumber(p2)
@@ -60,6 +60,7 @@ local function spec(text)
     factor = tonumber(factor),
     maxLock = tonumber(maxLock),
     memory = tonumber(memory),
+    one = one == '1',
     try = TRY[kind],
     width = 0,
   }
@@ -195,7 +196,7 @@ local function decideBatch(KEYS, ARGV)
         local text = ARGV[argi]
         local c = specs[text] or spec(text)
         PC[j], PK[j] = c, KEYS[keyi]
-        if c.width ~= 2 then twos = false end
+        if c.width ~= 2 or c.one then twos = false end
         argi = argi + 1
         keyi = keyi + 1
       end

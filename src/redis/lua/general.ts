@@ -82,6 +82,11 @@ local function canGrant(m, permits, need)
   return m.a.available(m.c, m.s) >= need and (permits == 0 or not m.blocked)
 end
 
+local function own(m, permits)
+  if m.c.one and permits > 1 then return 1 end
+  return permits
+end
+
 local function decide(op, permits, ms, now)
   if op == 'p' then
     local res = {}
@@ -150,7 +155,8 @@ local function decide(op, permits, ms, now)
   end
   local blocked = 0
   for j = 1, n do
-    if not canGrant(ms[j], permits, need) then
+    local p = own(ms[j], permits)
+    if not canGrant(ms[j], p, p == permits and need or 1) then
       blocked = j
       break
     end
@@ -163,7 +169,7 @@ local function decide(op, permits, ms, now)
       local m = ms[j]
       local a, c, s = m.a, m.c, m.s
       if permits > 0 then
-        a.take(c, s, permits)
+        a.take(c, s, own(m, permits))
         if a.timeBased then
           m.dirty = true
           res[j + 1] = pairText(max(0, a.available(c, s)), a.resetAfter(c, s, now))
@@ -179,15 +185,17 @@ local function decide(op, permits, ms, now)
   end
   local m = ms[blocked]
   if op == 't' and permits > 0 and m.c.countRejected and m.a.timeBased then
-    m.a.take(m.c, m.s, permits)
+    m.a.take(m.c, m.s, own(m, permits))
     m.dirty = true
   end
-  local retry = m.a.retryAfter(m.c, m.s, now, need)
+  local retry = m.a.retryAfter(m.c, m.s, now, own(m, permits) == permits and need or 1)
   local longest = retry
   for j = 1, n do
     local o = ms[j]
-    if j ~= blocked and not canGrant(o, permits, need) then
-      local wait = o.a.retryAfter(o.c, o.s, now, need)
+    local p = own(o, permits)
+    local oneed = p == permits and need or 1
+    if j ~= blocked and not canGrant(o, p, oneed) then
+      local wait = o.a.retryAfter(o.c, o.s, now, oneed)
       if wait == wait and (longest ~= longest or wait > longest) then longest = wait end
     end
   end
