@@ -47,8 +47,18 @@ export interface NodeRedisLike {
   nodeClient?(node: unknown): NodeRedisLike | Promise<NodeRedisLike>;
 }
 
-/** An ioredis or node-redis client (single node or Cluster). */
-export type RedisClientLike = IoRedisLike | NodeRedisLike;
+/** The methods of valkey-glide (`GlideClient` and `GlideClusterClient`, v2) the adapter uses. */
+export interface GlideLike {
+  /** Any command; a Cluster client routes `FCALL` / `EVALSHA` / `EVAL` by their first key. */
+  customCommand(args: string[], options?: { route?: 'allPrimaries'; decoder?: unknown }): Promise<unknown>;
+  fcall(func: string, keys: string[], args: string[]): Promise<unknown>;
+}
+
+/**
+ * An ioredis or iovalkey client (`new Redis()` / `new Cluster()`), a node-redis client (`createClient()` /
+ * `createCluster()`) or a valkey-glide client (`GlideClient` / `GlideClusterClient`), single node or Cluster.
+ */
+export type RedisClientLike = IoRedisLike | NodeRedisLike | GlideLike;
 
 /** How one client runs the decision code: as a Function, or as a script. */
 interface Calls {
@@ -72,7 +82,7 @@ interface Calls {
 export function scriptRunner(client: unknown): ScriptRunner {
   if (client === null || typeof client !== 'object') {
     throw new TypeError(
-      `redisStore: client must be an ioredis or node-redis client; got ${describe(client)}`,
+      `redisStore: client must be an ioredis, iovalkey, node-redis or valkey-glide client; got ${describe(client)}`,
     );
   }
   const c = client as Record<string, unknown>;
@@ -81,8 +91,11 @@ export function scriptRunner(client: unknown): ScriptRunner {
   if (typeof c.evalSha === 'function' && typeof c.eval === 'function') {
     return runner(nodeRedis(client as NodeRedisLike));
   }
+  if (typeof c.customCommand === 'function' && typeof c.fcall === 'function') {
+    return runner(glide(client as GlideLike));
+  }
   throw new TypeError(
-    'redisStore: client must be an ioredis client (new Redis() / new Cluster()) or a node-redis client (createClient() / createCluster()); got an object with neither evalsha nor evalSha',
+    'redisStore: client must be an ioredis or iovalkey client (new Redis() / new Cluster()), a node-redis client (createClient() / createCluster()) or a valkey-glide client (GlideClient / GlideClusterClient); got an object with neither evalsha, evalSha nor customCommand',
   );
 }
 
@@ -207,6 +220,42 @@ function nodeRedis(client: NodeRedisLike): Calls {
     evalsha: (sha, numKeys, keysAndArgs) => client.evalSha(sha, options(numKeys, keysAndArgs)),
     eval: (source, numKeys, keysAndArgs) => client.eval(source, options(numKeys, keysAndArgs)),
   };
+}
+
+function glide(client: GlideLike): Calls {
+  // Only the Cluster client routes a function call by hand.
+  const cluster = typeof (client as { fcallWithRoute?: unknown }).fcallWithRoute === 'function';
+  // One array per call, as the client wants it (no spread of a batch's hundreds of arguments).
+  const command = (head: string[], keysAndArgs: readonly string[]) =>
+    client.customCommand(head.concat(keysAndArgs)).then(undefined, fromGlide);
+  return {
+    cluster,
+    fcall: (fn, numKeys, keysAndArgs) => command(['FCALL', fn, String(numKeys)], keysAndArgs),
+    load: async (library) => {
+      await client
+        .customCommand(['FUNCTION', 'LOAD', 'REPLACE', library], cluster ? { route: 'allPrimaries' } : undefined)
+        .then(undefined, fromGlide);
+    },
+    evalsha: (sha, numKeys, keysAndArgs) => command(['EVALSHA', sha, String(numKeys)], keysAndArgs),
+    eval: (source, numKeys, keysAndArgs) => command(['EVAL', source, String(numKeys)], keysAndArgs),
+  };
+}
+
+// valkey-glide reports a server's error as "An error was signalled by the server: - <Kind>: <text>", with a kind
+// of its own in place of Redis's code: the codes the store tells apart, back in Redis's form.
+const GLIDE_ERROR = /^An error was signalled by the server: - (\w+): /;
+const GLIDE_CODES: Record<string, string> = {
+  ResponseError: 'ERR',
+  NoScriptError: 'NOSCRIPT',
+  PermissionDenied: 'NOPERM',
+  TryAgain: 'TRYAGAIN',
+};
+
+function fromGlide(error: unknown): never {
+  const match = GLIDE_ERROR.exec(message(error));
+  const code = match && GLIDE_CODES[match[1]];
+  if (!code) throw error;
+  throw new Error(`${code} ${message(error).slice(match[0].length)}`, { cause: error });
 }
 
 const message = (error: unknown) => (error instanceof Error ? error.message : '');

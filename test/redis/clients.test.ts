@@ -50,6 +50,34 @@ for (const [name, connect] of Object.entries(clients)) {
   });
 }
 
+for (const [name, connect] of Object.entries(clients)) {
+  test(`${name}: a user whose ACL forbids Functions decides by scripts, EVAL after SCRIPT FLUSH`, async () => {
+    const admin = await connect(server.port);
+    const user = uniqueName();
+    await admin.command('ACL', 'SETUSER', user, 'on', `>${user}`, '~*', '+@all', '-fcall', '-function');
+    const c = await connect(server.port, { username: user, password: user });
+    const errors: Error[] = [];
+    const store = redisStore({ client: c.client, timeoutMs: 2000, onError: (e) => errors.push(e) });
+    const limiter = store.limiter(fixedWindow({ permitLimit: 2, window: 60_000 }), { name: uniqueName() });
+    const first = await limiter.tryAcquire();
+    await admin.command('SCRIPT', 'FLUSH');
+    const rest = [await limiter.tryAcquire(), await limiter.tryAcquire()];
+    assert.deepEqual(
+      [first, ...rest].map((l) => [l.granted, l.reason]),
+      [
+        [true, undefined],
+        [true, undefined],
+        [false, 'limit'],
+      ],
+    );
+    assert.deepEqual(errors, []);
+    assert.equal(store.unavailable, 0, 'no decision fell back to onUnavailable');
+    await admin.command('ACL', 'DELUSER', user);
+    await c.close();
+    await admin.close();
+  });
+}
+
 test('a server without Functions (Redis 6) or an ACL that forbids them: scripts, decided alike', async () => {
   for (const refusal of [
     "ERR unknown command 'FCALL', with args beginning with: ",
@@ -92,7 +120,10 @@ test('a server without Functions (Redis 6) or an ACL that forbids them: scripts,
 });
 
 test('bad options are TypeErrors naming the option and the value', () => {
-  assert.throws(() => redisStore({ client: {} as never }), /client must be an ioredis client .*evalsha/);
+  assert.throws(
+    () => redisStore({ client: {} as never }),
+    /client must be an ioredis or iovalkey client .*valkey-glide .*neither evalsha, evalSha nor customCommand/,
+  );
   assert.throws(() => redisStore(null as never), /options must be an object; got null/);
   const client = { evalsha() {}, eval() {} } as never;
   assert.throws(() => redisStore({ client, timeoutMs: -1 }), /timeoutMs must be a positive duration.*got -1/);
