@@ -50,7 +50,7 @@ export interface NodeRedisLike {
 /** The methods of valkey-glide (`GlideClient` and `GlideClusterClient`, v2) the adapter uses. */
 export interface GlideLike {
   /** Any command; a Cluster client routes `FCALL` / `EVALSHA` / `EVAL` by their first key. */
-  customCommand(args: string[], options?: { route?: 'allPrimaries'; decoder?: unknown }): Promise<unknown>;
+  customCommand(args: string[], options?: { route?: 'allPrimaries'; decoder?: never }): Promise<unknown>;
   fcall(func: string, keys: string[], args: string[]): Promise<unknown>;
 }
 
@@ -168,8 +168,10 @@ function ioredis(client: IoRedisLike): Calls {
           return typeof node === 'string' ? node : undefined;
         }
       : undefined,
-    // ioredis flattens array arguments itself: no spread of a batch's hundreds of arguments.
-    fcall: call && ((fn, numKeys, keysAndArgs) => call('FCALL', fn, String(numKeys), keysAndArgs as never)),
+    // ioredis flattens array arguments itself: no spread of a batch's hundreds of arguments. The name in lower
+    // case: iovalkey (0.4) finds a command's keys, so its slot, only then (else it sends it to a random node,
+    // redirected from there by MOVED).
+    fcall: call && ((fn, numKeys, keysAndArgs) => call('fcall', fn, String(numKeys), keysAndArgs as never)),
     load:
       call &&
       nodes &&
@@ -233,7 +235,10 @@ function glide(client: GlideLike): Calls {
     fcall: (fn, numKeys, keysAndArgs) => command(['FCALL', fn, String(numKeys)], keysAndArgs),
     load: async (library) => {
       await client
-        .customCommand(['FUNCTION', 'LOAD', 'REPLACE', library], cluster ? { route: 'allPrimaries' } : undefined)
+        .customCommand(
+          ['FUNCTION', 'LOAD', 'REPLACE', library],
+          cluster ? { route: 'allPrimaries' } : undefined,
+        )
         .then(undefined, fromGlide);
     },
     evalsha: (sha, numKeys, keysAndArgs) => command(['EVALSHA', sha, String(numKeys)], keysAndArgs),

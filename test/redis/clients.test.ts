@@ -89,11 +89,12 @@ test('a server without Functions (Redis 6) or an ACL that forbids them: scripts,
     const old = new Proxy(redis, {
       get(target, property) {
         if (property === 'call') {
-          return (command: string, ...args: string[]) => {
+          return (name: string, ...args: string[]) => {
+            const command = name.toUpperCase();
             sent.push(command);
             return command === 'FCALL' || command === 'FUNCTION'
               ? Promise.reject(new Error(refusal))
-              : target.call(command, ...args);
+              : target.call(name, ...args);
           };
         }
         const value = Reflect.get(target, property);

@@ -84,7 +84,10 @@ for (const [name, connect] of Object.entries(connectors)) {
     }
     try {
       const spurious = answers.filter((l) => isUnavailableAnswer(l));
-      if (process.env.MIGRATION_TIMEOUT_MS) console.log(`MEASURE ${name} ${spurious.length} of ${answers.length} errors ${errors.slice(0, 2).map((e) => e.message)}`);
+      if (process.env.MIGRATION_TIMEOUT_MS)
+        console.log(
+          `MEASURE ${name} ${spurious.length} of ${answers.length} errors ${errors.slice(0, 2).map((e) => e.message)}`,
+        );
       assert.deepEqual(
         errors.map((e) => e.message).slice(0, 3),
         [],
