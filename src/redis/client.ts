@@ -1,5 +1,6 @@
 import { describe } from '../duration.ts';
 import type { Script } from './script.ts';
+import { redirected, slotOwner } from './slot-owner.ts';
 
 /**
  * What the store needs from a Redis client: run the decision code over keys in one round trip, and whether the
@@ -160,6 +161,25 @@ function ioredis(client: IoRedisLike): Calls {
   else if (typeof client.nodes === 'function') nodes = () => client.nodes!('master');
   // ioredis' Cluster keeps its slot map as `slots[slot] = ['host:port' of the master, …replicas]`.
   const slots = (client as { slots?: unknown }).slots;
+  // A Cluster's calls over several keys go straight to their slot's master (see slot-owner.ts).
+  const owner =
+    cluster && Array.isArray(slots) && typeof client.nodes === 'function'
+      ? slotOwner(
+          client as unknown as { slots: (string[] | undefined)[]; nodes(role: 'master'): IoRedisLike[] },
+        )
+      : undefined;
+  const send = (
+    numKeys: number,
+    keysAndArgs: readonly string[],
+    run: (c: IoRedisLike) => Promise<unknown>,
+  ) => {
+    const node = owner?.(numKeys, keysAndArgs);
+    if (node === undefined) return run(client);
+    return run(node).catch((error: unknown) => {
+      if (redirected(error)) return run(client);
+      throw error;
+    });
+  };
   return {
     cluster,
     nodeOf: Array.isArray(slots)
@@ -171,15 +191,20 @@ function ioredis(client: IoRedisLike): Calls {
     // ioredis flattens array arguments itself: no spread of a batch's hundreds of arguments. The name in lower
     // case: iovalkey (0.4) finds a command's keys, so its slot, only then (else it sends it to a random node,
     // redirected from there by MOVED).
-    fcall: call && ((fn, numKeys, keysAndArgs) => call('fcall', fn, String(numKeys), keysAndArgs as never)),
+    fcall:
+      call &&
+      ((fn, numKeys, keysAndArgs) =>
+        send(numKeys, keysAndArgs, (c) => c.call!('fcall', fn, String(numKeys), keysAndArgs as never))),
     load:
       call &&
       nodes &&
       (async (library) => {
         await Promise.all(nodes().map((node) => node.call('FUNCTION', 'LOAD', 'REPLACE', library)));
       }),
-    evalsha: (sha, numKeys, keysAndArgs) => client.evalsha(sha, numKeys, ...keysAndArgs),
-    eval: (source, numKeys, keysAndArgs) => client.eval(source, numKeys, ...keysAndArgs),
+    evalsha: (sha, numKeys, keysAndArgs) =>
+      send(numKeys, keysAndArgs, (c) => c.evalsha(sha, numKeys, ...keysAndArgs)),
+    eval: (source, numKeys, keysAndArgs) =>
+      send(numKeys, keysAndArgs, (c) => c.eval(source, numKeys, ...keysAndArgs)),
   };
 }
 
