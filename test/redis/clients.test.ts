@@ -1,6 +1,7 @@
-/** Both clients, ioredis and node-redis: the same decisions, scripts reloaded after SCRIPT FLUSH, chains. */
+/** Every client (ioredis, iovalkey, node-redis, valkey-glide): the same decisions, scripts reloaded after SCRIPT FLUSH, chains. */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
 import type { Redis } from 'ioredis';
 import { adaptiveConcurrency, fixedWindow, tokenBucket } from '../../src/index.ts';
 import { redisStore } from '../../src/redis/index.ts';
@@ -123,9 +124,17 @@ test('a server without Functions (Redis 6) or an ACL that forbids them: scripts,
 test('bad options are TypeErrors naming the option and the value', () => {
   assert.throws(
     () => redisStore({ client: {} as never }),
-    /client must be an ioredis or iovalkey client .*valkey-glide .*neither evalsha, evalSha nor customCommand/,
+    /client must be an ioredis or iovalkey client .*valkey-glide GlideClient; .*neither evalsha, evalSha nor customCommand/,
   );
   assert.throws(() => redisStore(null as never), /options must be an object; got null/);
+  // valkey-glide's Cluster client, told apart from its GlideClient as the store does it.
+  assert.equal(typeof GlideClusterClient.prototype.fcallWithRoute, 'function');
+  assert.equal('fcallWithRoute' in GlideClient.prototype, false);
+  const glideCluster = Object.create(GlideClusterClient.prototype);
+  assert.throws(
+    () => redisStore({ client: glideCluster }),
+    (e) => e instanceof TypeError && /GlideClusterClient is not supported: .*slot migration/.test(e.message),
+  );
   const client = { evalsha() {}, eval() {} } as never;
   assert.throws(() => redisStore({ client, timeoutMs: -1 }), /timeoutMs must be a positive duration.*got -1/);
   assert.throws(

@@ -89,7 +89,8 @@ for (const [name, connect] of Object.entries(connectors)) {
     try {
       const spurious = answers.filter((l) => isUnavailableAnswer(l));
       // The measure docs/redis.md reports: MIGRATION_COUNTS=1 node --import tsx --test test/redis/migration.test.ts
-      if (process.env.MIGRATION_COUNTS) console.log(`onUnavailable ${name}: ${spurious.length} of ${answers.length}`);
+      if (process.env.MIGRATION_COUNTS)
+        console.log(`onUnavailable ${name}: ${spurious.length} of ${answers.length}`);
       assert.deepEqual(
         errors.map((e) => e.message).slice(0, 3),
         [],
