@@ -168,18 +168,17 @@ function ioredis(client: IoRedisLike): Calls {
           client as unknown as { slots: (string[] | undefined)[]; nodes(role: 'master'): IoRedisLike[] },
         )
       : undefined;
-  const send = (
-    numKeys: number,
-    keysAndArgs: readonly string[],
-    run: (c: IoRedisLike) => Promise<unknown>,
-  ) => {
-    const node = owner?.(numKeys, keysAndArgs);
-    if (node === undefined) return run(client);
-    return run(node).catch((error: unknown) => {
-      if (redirected(error)) return run(client);
-      throw error;
+  // Only then a closure per call: a single node's calls go as before.
+  const send =
+    owner &&
+    ((numKeys: number, keysAndArgs: readonly string[], run: (c: IoRedisLike) => Promise<unknown>) => {
+      const node = owner(numKeys, keysAndArgs);
+      if (node === undefined) return run(client);
+      return run(node).catch((error: unknown) => {
+        if (redirected(error)) return run(client);
+        throw error;
+      });
     });
-  };
   return {
     cluster,
     nodeOf: Array.isArray(slots)
@@ -194,7 +193,9 @@ function ioredis(client: IoRedisLike): Calls {
     fcall:
       call &&
       ((fn, numKeys, keysAndArgs) =>
-        send(numKeys, keysAndArgs, (c) => c.call!('fcall', fn, String(numKeys), keysAndArgs as never))),
+        send
+          ? send(numKeys, keysAndArgs, (c) => c.call!('fcall', fn, String(numKeys), keysAndArgs as never))
+          : call('fcall', fn, String(numKeys), keysAndArgs as never)),
     load:
       call &&
       nodes &&
@@ -202,9 +203,13 @@ function ioredis(client: IoRedisLike): Calls {
         await Promise.all(nodes().map((node) => node.call('FUNCTION', 'LOAD', 'REPLACE', library)));
       }),
     evalsha: (sha, numKeys, keysAndArgs) =>
-      send(numKeys, keysAndArgs, (c) => c.evalsha(sha, numKeys, ...keysAndArgs)),
+      send
+        ? send(numKeys, keysAndArgs, (c) => c.evalsha(sha, numKeys, ...keysAndArgs))
+        : client.evalsha(sha, numKeys, ...keysAndArgs),
     eval: (source, numKeys, keysAndArgs) =>
-      send(numKeys, keysAndArgs, (c) => c.eval(source, numKeys, ...keysAndArgs)),
+      send
+        ? send(numKeys, keysAndArgs, (c) => c.eval(source, numKeys, ...keysAndArgs))
+        : client.eval(source, numKeys, ...keysAndArgs),
   };
 }
 
