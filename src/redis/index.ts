@@ -1,5 +1,5 @@
 export { RedisChainLimiter, type RedisChainResource } from './chain.ts';
-export type { IoRedisLike, NodeRedisLike, RedisClientLike } from './client.ts';
+export type { GlideLike, IoRedisLike, NodeRedisLike, RedisClientLike } from './client.ts';
 export {
   isUnavailableAnswer,
   RedisLimiter,

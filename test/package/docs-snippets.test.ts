@@ -37,6 +37,8 @@ const installed = [
   'rxjs',
   'ioredis',
   'redis',
+  'iovalkey',
+  '@valkey/valkey-glide',
   'undici',
   '@opentelemetry/api',
 ];

@@ -210,6 +210,8 @@ test('the declarations of every entry point type-check with skipLibCheck off, ev
     'rxjs',
     'ioredis',
     'redis',
+    'iovalkey',
+    '@valkey/valkey-glide',
     'undici',
   ];
   const dir = await consumer(packed, 'all-types', { type: 'module' }, [

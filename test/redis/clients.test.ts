@@ -1,6 +1,7 @@
-/** Both clients, ioredis and node-redis: the same decisions, scripts reloaded after SCRIPT FLUSH, chains. */
+/** Every client (ioredis, iovalkey, node-redis, valkey-glide): the same decisions, scripts reloaded after SCRIPT FLUSH, chains. */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
 import type { Redis } from 'ioredis';
 import { adaptiveConcurrency, fixedWindow, tokenBucket } from '../../src/index.ts';
 import { redisStore } from '../../src/redis/index.ts';
@@ -50,6 +51,34 @@ for (const [name, connect] of Object.entries(clients)) {
   });
 }
 
+for (const [name, connect] of Object.entries(clients)) {
+  test(`${name}: a user whose ACL forbids Functions decides by scripts, EVAL after SCRIPT FLUSH`, async () => {
+    const admin = await connect(server.port);
+    const user = uniqueName();
+    await admin.command('ACL', 'SETUSER', user, 'on', `>${user}`, '~*', '+@all', '-fcall', '-function');
+    const c = await connect(server.port, { username: user, password: user });
+    const errors: Error[] = [];
+    const store = redisStore({ client: c.client, timeoutMs: 2000, onError: (e) => errors.push(e) });
+    const limiter = store.limiter(fixedWindow({ permitLimit: 2, window: 60_000 }), { name: uniqueName() });
+    const first = await limiter.tryAcquire();
+    await admin.command('SCRIPT', 'FLUSH');
+    const rest = [await limiter.tryAcquire(), await limiter.tryAcquire()];
+    assert.deepEqual(
+      [first, ...rest].map((l) => [l.granted, l.reason]),
+      [
+        [true, undefined],
+        [true, undefined],
+        [false, 'limit'],
+      ],
+    );
+    assert.deepEqual(errors, []);
+    assert.equal(store.unavailable, 0, 'no decision fell back to onUnavailable');
+    await admin.command('ACL', 'DELUSER', user);
+    await c.close();
+    await admin.close();
+  });
+}
+
 test('a server without Functions (Redis 6) or an ACL that forbids them: scripts, decided alike', async () => {
   for (const refusal of [
     "ERR unknown command 'FCALL', with args beginning with: ",
@@ -61,11 +90,12 @@ test('a server without Functions (Redis 6) or an ACL that forbids them: scripts,
     const old = new Proxy(redis, {
       get(target, property) {
         if (property === 'call') {
-          return (command: string, ...args: string[]) => {
+          return (name: string, ...args: string[]) => {
+            const command = name.toUpperCase();
             sent.push(command);
             return command === 'FCALL' || command === 'FUNCTION'
               ? Promise.reject(new Error(refusal))
-              : target.call(command, ...args);
+              : target.call(name, ...args);
           };
         }
         const value = Reflect.get(target, property);
@@ -92,8 +122,19 @@ test('a server without Functions (Redis 6) or an ACL that forbids them: scripts,
 });
 
 test('bad options are TypeErrors naming the option and the value', () => {
-  assert.throws(() => redisStore({ client: {} as never }), /client must be an ioredis client .*evalsha/);
+  assert.throws(
+    () => redisStore({ client: {} as never }),
+    /client must be an ioredis or iovalkey client .*valkey-glide GlideClient; .*neither evalsha, evalSha nor customCommand/,
+  );
   assert.throws(() => redisStore(null as never), /options must be an object; got null/);
+  // valkey-glide's Cluster client, told apart from its GlideClient as the store does it.
+  assert.equal(typeof GlideClusterClient.prototype.fcallWithRoute, 'function');
+  assert.equal('fcallWithRoute' in GlideClient.prototype, false);
+  const glideCluster = Object.create(GlideClusterClient.prototype);
+  assert.throws(
+    () => redisStore({ client: glideCluster }),
+    (e) => e instanceof TypeError && /GlideClusterClient is not supported: .*slot migration/.test(e.message),
+  );
   const client = { evalsha() {}, eval() {} } as never;
   assert.throws(() => redisStore({ client, timeoutMs: -1 }), /timeoutMs must be a positive duration.*got -1/);
   assert.throws(
