@@ -72,6 +72,11 @@ export interface Algorithm {
    * store refuses it when the limiter is made.
    */
   readonly remote?: RemoteEncoding;
+  /**
+   * With priority classes (`concurrency({ classes })`): the most permits a request of class `rank` may find held
+   * after its grant, which a remote store sends with the request. Absent: every class may use the whole limit.
+   */
+  ceiling?(rank: number): number;
 }
 
 /** An algorithm as a remote store's script decides it (see {@link Algorithm.remote}). */

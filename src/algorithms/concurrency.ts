@@ -1,4 +1,5 @@
 import type { Algorithm, RemoteEncoding } from './algorithm.ts';
+import type { PriorityClasses } from './priority-classes.ts';
 
 /** At most `permitLimit` permits held at once; a permit comes back only when its lease is released. State: `[held]`. */
 export class Concurrency implements Algorithm {
@@ -9,8 +10,16 @@ export class Concurrency implements Algorithm {
   readonly signature: string;
   readonly remote: RemoteEncoding = { twin: 'cc', params: [] };
 
-  constructor(readonly limit: number) {
-    this.signature = `cc:${limit}`;
+  constructor(
+    readonly limit: number,
+    /** Shares of the limit reserved for higher classes (`concurrency({ classes })`), or undefined: none. */
+    readonly classes?: PriorityClasses,
+  ) {
+    this.signature = classes === undefined ? `cc:${limit}` : `cc:${limit}:${classes.text}`;
+  }
+
+  ceiling(rank: number): number {
+    return this.classes === undefined ? this.limit : this.classes.ceiling(rank, this.limit);
   }
 
   init(s: Float64Array, o: number): void {

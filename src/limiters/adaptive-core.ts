@@ -1,10 +1,11 @@
 import type { AdaptiveConcurrency } from '../algorithms/adaptive-concurrency.ts';
 import type { Limit } from '../algorithms/limits/limit.ts';
+import type { PriorityClasses } from '../algorithms/priority-classes.ts';
 import { type Attributes, telemetry } from '../telemetry.ts';
 import { type CoreOptions, type CoreWaiter, LimiterCore, listenForAbort, newWaiter, settle } from './core.ts';
 import type { EventLoopMonitor } from './event-loop.ts';
 import { HeldLease, Lease, type RejectionReason, type ReleaseOutcome } from './lease.ts';
-import { CRITICAL_RANK, className, DEFAULT_RANK, type PriorityClasses } from './priority.ts';
+import { CRITICAL_RANK, className, DEFAULT_RANK } from './priority.ts';
 import { SampleWindow } from './sample-window.ts';
 import { WaitQueue } from './wait-queue.ts';
 

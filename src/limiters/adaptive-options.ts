@@ -2,13 +2,14 @@ import { AimdLimit } from '../algorithms/limits/aimd.ts';
 import { GradientLimit } from '../algorithms/limits/gradient.ts';
 import type { Limit } from '../algorithms/limits/limit.ts';
 import { VegasLimit } from '../algorithms/limits/vegas.ts';
+import { PriorityClasses } from '../algorithms/priority-classes.ts';
 import { type Duration, describe, parseDuration } from '../duration.ts';
 import { rejectUnknown } from '../options/known.ts';
 import type { AdaptiveSettings } from './adaptive-core.ts';
 import type { Clock, CoreOptions } from './core.ts';
 import { type EventLoopMonitor, eventLoopMonitor } from './event-loop.ts';
 import { integer, object, oneOf, performanceClock, type QueueOptions, queueAndClock } from './options.ts';
-import { type Priority, PriorityClasses } from './priority.ts';
+import type { Priority } from './priority.ts';
 
 /** The algorithms an adaptive concurrency limiter can learn its limit with. */
 export type AdaptiveAlgorithm = 'gradient' | 'vegas' | 'aimd';

@@ -465,6 +465,14 @@ export class LimiterCore implements PermitOwner, RefundOwner {
   }
 
   /**
+   * Whether a class's share lets `need` permits of class `rank` in, where the algorithm has them: always, but in
+   * a core with reserved shares (`concurrency({ classes })`). Asked when serving the queue, not on a decision's path.
+   */
+  protected admits(_slot: number, _need: number, _rank: number): boolean {
+    return true;
+  }
+
+  /**
    * Serves the queue of `slot` in order (highest class first, then oldest or newest first) while permits allow;
    * head-of-line blocking is by design: no waiter passes one of a higher class, nor an earlier one of its own.
    */
@@ -477,7 +485,8 @@ export class LimiterCore implements PermitOwner, RefundOwner {
       if (!waiter) break;
       const o = slot * algorithm.width;
       algorithm.advance(this.table.states, o, now);
-      if (algorithm.available(this.table.states, o) < (waiter.permits === 0 ? 1 : waiter.permits)) break;
+      const need = waiter.permits === 0 ? 1 : waiter.permits;
+      if (algorithm.available(this.table.states, o) < need || !this.admits(slot, need, waiter.rank)) break;
       if (waiter.admit) {
         waiter.admit(this, slot, now);
         if (waiter.queue === queue) break; // still blocked elsewhere

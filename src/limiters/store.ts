@@ -34,10 +34,13 @@ export interface RemoteStore {
   isFallback(lease: Lease): boolean;
 }
 
-/** How a remote store decides a chain of its limiters (or a lone one) for one resource. */
+/**
+ * How a remote store decides a chain of its limiters (or a lone one) for one resource. `rank` is the request's
+ * class (see `priority.ts`), for members with priority classes; undefined: the default class.
+ */
 export interface StoredChain {
-  tryAcquire(resource: unknown, permits: number): Promise<Lease>;
-  acquire(resource: unknown, permits: number, signal: AbortSignal | undefined): Promise<Lease>;
+  tryAcquire(resource: unknown, permits: number, rank?: number): Promise<Lease>;
+  acquire(resource: unknown, permits: number, signal: AbortSignal | undefined, rank?: number): Promise<Lease>;
 }
 
 /**

@@ -38,7 +38,7 @@ export class Waiting {
     const id = idOf(binding);
     let queue = this.queues.get(id);
     let options = members[0].spec.options;
-    const ahead = queue !== undefined && queue.waiters.length > 0 && options.queueOrder === 'oldest-first';
+    const ahead = queue?.holds(binding.rank) === true && options.queueOrder === 'oldest-first';
     let last: Lease | undefined;
     if (!ahead) {
       const decided = await this.engine.decide(binding, 'w', permits, 'limit');
@@ -69,7 +69,15 @@ export class Waiting {
     }
     const q = queue;
     return new Promise<Lease>((resolve, reject) => {
-      const waiter: RedisWaiter = { permits, resolve, reject, done: false, signal, onAbort: undefined };
+      const waiter: RedisWaiter = {
+        permits,
+        rank: binding.rank,
+        resolve,
+        reject,
+        done: false,
+        signal,
+        onAbort: undefined,
+      };
       if (signal) {
         waiter.onAbort = () => {
           if (waiter.done) return;
@@ -80,24 +88,24 @@ export class Waiting {
         };
         signal.addEventListener('abort', waiter.onAbort, { once: true });
       }
-      q.push(waiter);
+      q.push(waiter, newestFirst);
+      // A waiter now first in line (the newest, newest-first; or of a higher class) asks at once.
+      if (q.running && (newestFirst ? q.waiters[q.waiters.length - 1] : q.waiters[0]) === waiter) q.wake();
       this.pump(binding, id, q, newestFirst);
     });
   }
 
   /** Serves `queue` one waiter at a time, in order, asking Redis when a retry can succeed. */
   private async pump(binding: Binding, id: string, queue: LocalQueue, newestFirst: boolean): Promise<void> {
-    if (queue.running) {
-      if (newestFirst) queue.wake(); // a newer waiter now goes first
-      return;
-    }
+    if (queue.running) return;
     queue.running = true;
     try {
       while (queue.waiters.length > 0) {
         const waiter = newestFirst ? queue.waiters[queue.waiters.length - 1] : queue.waiters[0];
         let wait = POLL_MS;
         try {
-          const decided = await this.engine.decide(binding, 'w', waiter.permits, 'limit');
+          const asked = waiter.rank === binding.rank ? binding : { ...binding, rank: waiter.rank };
+          const decided = await this.engine.decide(asked, 'w', waiter.permits, 'limit');
           if (waiter.done) {
             // Aborted or evicted while Redis decided: give a held permit back (a time-based one is spent).
             if (decided.lease.granted) decided.lease.release();

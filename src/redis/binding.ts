@@ -1,4 +1,5 @@
 import type { Lease } from '../limiters/lease.ts';
+import { type Priority, rankOf } from '../limiters/priority.ts';
 import type { LimiterSpec } from '../limiters/rate-limiter.ts';
 
 /** Whoever a member's counts and lease `source` belong to (a Redis limiter). */
@@ -28,6 +29,11 @@ export interface Binding {
   partKey: string | undefined;
   /** A chain answers with a `ChainLease`. */
   chain: boolean;
+  /**
+   * The request's class, for members with priority classes (`concurrency({ classes })`): each is decided against
+   * the share its class may use. Undefined: the default class.
+   */
+  rank?: number;
 }
 
 /** A decision's reply turned into a lease, and the index of the member that said no (-1: granted). */
@@ -36,4 +42,13 @@ export interface Decided {
   blocked: number;
   /** The lease came from `onUnavailable` (or the blocked cache), not from Redis. */
   local: boolean;
+}
+
+/**
+ * `binding` for a request of class `priority` (a TypeError for a bad one): itself for the default class, else a
+ * copy that carries the rank (the binding may be a limiter's own, shared by every request).
+ */
+export function ranked(binding: Binding, priority: Priority | undefined): Binding {
+  if (priority === undefined) return binding;
+  return { ...binding, rank: rankOf('priority', priority) };
 }

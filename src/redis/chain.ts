@@ -1,11 +1,12 @@
 import { type Duration, describe } from '../duration.ts';
-import type { ChainAcquireArgs, ChainArgs, ChainResource } from '../limiters/chain.ts';
+import type { ChainAcquireArgs, ChainArgs, ChainResource, ChainTryArgs } from '../limiters/chain.ts';
 import { type ChainKeyState, tightest } from '../limiters/key-state.ts';
 import { type Lease, unitOf } from '../limiters/lease.ts';
 import type { LimitShape, StoredLimiter, StoredLimiterChain } from '../limiters/limiter.ts';
+import type { Priority } from '../limiters/priority.ts';
 import type { AcquireOptions, Statistics } from '../limiters/rate-limiter.ts';
 import type { RemoteStore } from '../limiters/store.ts';
-import type { Binding, BoundMember } from './binding.ts';
+import { type Binding, type BoundMember, ranked } from './binding.ts';
 import type { Context, RedisLimiter, RedisPartitionedLimiter } from './limiters.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: a chain accepts partitioned limiters over any resource type
@@ -72,14 +73,18 @@ export class RedisChainLimiter<R = void> implements StoredLimiterChain {
     return this.members.some((m) => m.mayQueue);
   }
 
-  /** Decides every member now, all or nothing: one round trip. */
-  tryAcquire(...args: ChainArgs<R>): Promise<Lease> {
+  /**
+   * Decides every member now, all or nothing: one round trip. The last argument, `priority`, is the request's
+   * class, for members with priority classes.
+   */
+  tryAcquire(...args: ChainTryArgs<R>): Promise<Lease> {
     let binding: Binding;
     let permits: number;
     try {
       const [resource, n] = this.split(args);
       permits = n;
-      binding = this.bind(resource);
+      const priority = args[this.needsResource ? 2 : 1] as Priority | undefined;
+      binding = ranked(this.bind(resource), priority);
       this.context.engine.check(binding, permits);
     } catch (error) {
       return Promise.reject(error);
@@ -91,7 +96,11 @@ export class RedisChainLimiter<R = void> implements StoredLimiterChain {
   async acquire(...args: ChainAcquireArgs<R>): Promise<Lease> {
     const [resource, permits] = this.split(args);
     const options = (this.needsResource ? args[2] : args[1]) as AcquireOptions | undefined;
-    return this.context.waiting.acquire(this.bind(resource), permits, options?.signal);
+    return this.context.waiting.acquire(
+      ranked(this.bind(resource), options?.priority),
+      permits,
+      options?.signal,
+    );
   }
 
   /** Permits available (the least among members), queued here, and this process's grants and rejections. */

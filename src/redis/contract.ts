@@ -22,27 +22,29 @@ export class RedisStoreContract implements RemoteStore {
       if (members[0].keyOf === undefined) {
         const only = members[0] as RedisLimiter;
         return {
-          tryAcquire: (_resource, permits) => only.tryAcquire(permits),
-          acquire: (_resource, permits, signal) => only.acquire(permits, { signal }),
+          tryAcquire: (_resource, permits, rank) => only.tryAcquire(permits, rank),
+          acquire: (_resource, permits, signal, rank) => only.acquire(permits, { signal, priority: rank }),
         };
       }
       const only = members[0] as RedisPartitionedLimiter<unknown>;
       return {
-        tryAcquire: (resource, permits) => only.tryAcquire(resource, permits),
-        acquire: (resource, permits, signal) => only.acquire(resource, permits, { signal }),
+        tryAcquire: (resource, permits, rank) => only.tryAcquire(resource, permits, rank),
+        acquire: (resource, permits, signal, rank) =>
+          only.acquire(resource, permits, { signal, priority: rank }),
       };
     }
     if (members.some((m) => m.keyOf !== undefined)) {
       return {
-        tryAcquire: (resource, permits) => chain.tryAcquire(resource, permits),
-        acquire: (resource, permits, signal) => chain.acquire(resource, permits, { signal }),
+        tryAcquire: (resource, permits, rank) => chain.tryAcquire(resource, permits, rank),
+        acquire: (resource, permits, signal, rank) =>
+          chain.acquire(resource, permits, { signal, priority: rank }),
       };
     }
     // Without a partitioned member the chain takes no resource: its first argument is the permits.
     const plain = chain as unknown as RedisChainLimiter<void>;
     return {
-      tryAcquire: (_resource, permits) => plain.tryAcquire(permits),
-      acquire: (_resource, permits, signal) => plain.acquire(permits, { signal }),
+      tryAcquire: (_resource, permits, rank) => plain.tryAcquire(permits, rank),
+      acquire: (_resource, permits, signal, rank) => plain.acquire(permits, { signal, priority: rank }),
     };
   }
 

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Lease } from '../limiters/lease.ts';
 import { checkPermits } from '../limiters/options.ts';
+import { DEFAULT_RANK } from '../limiters/priority.ts';
 import type { LimiterSpec } from '../limiters/rate-limiter.ts';
 import { Answers } from './answer.ts';
 import type { Binding, BoundMember, Decided } from './binding.ts';
@@ -45,6 +46,8 @@ export class Engine implements DecisionHost {
   private readonly leasePrefix = randomBytes(6).toString('base64url');
   private leaseCounter = 0;
   private readonly specTexts = new WeakMap<LimiterSpec, string>();
+  /** Per spec with priority classes, its settings per ceiling (one per class below the top: a few). */
+  private readonly classedTexts = new WeakMap<LimiterSpec, Map<number, string>>();
   private lastSpec: LimiterSpec | undefined;
   private lastText = '';
   /** Says once per outage that Redis is away, and once that it is back, unless `onError` is given. */
@@ -288,7 +291,7 @@ export class Engine implements DecisionHost {
       !blockedFirst &&
       leaseId === '' &&
       members[0].origin === '' &&
-      encodeLone(args, op, permits, now, this.specOf(members[0].spec))
+      encodeLone(args, op, permits, now, this.specOf(members[0].spec, binding.rank))
     ) {
       return;
     }
@@ -297,7 +300,7 @@ export class Engine implements DecisionHost {
       const m = members[i];
       calls[i] = {
         key: m.key,
-        spec: this.specOf(m.spec),
+        spec: this.specOf(m.spec, binding.rank),
         origin: m.origin,
         blocked: blockedFirst && i === 0,
         lease: leaseId,
@@ -306,8 +309,16 @@ export class Engine implements DecisionHost {
     encodeRequest(args, op, permits, now, calls);
   }
 
-  /** The settings string of a limiter spec, built once. */
-  specOf(spec: LimiterSpec): string {
+  /**
+   * The settings string of a limiter spec, built once; with priority classes, once per class below the top
+   * (whose ceiling is below the limit), `rank` being the request's class (undefined: the default class).
+   */
+  specOf(spec: LimiterSpec, rank?: number): string {
+    if (spec.algorithm.ceiling !== undefined) {
+      // No class said: the default class, which the shares of the classes above it bind too.
+      const ceiling = spec.algorithm.ceiling(rank ?? DEFAULT_RANK);
+      if (ceiling < spec.algorithm.limit) return this.classedSpecOf(spec, ceiling);
+    }
     if (spec === this.lastSpec) return this.lastText;
     let text = this.specTexts.get(spec);
     if (text === undefined) {
@@ -318,6 +329,22 @@ export class Engine implements DecisionHost {
     // Most decisions in a row are for the same limiter: spared a WeakMap lookup.
     this.lastSpec = spec;
     this.lastText = text;
+    return text;
+  }
+
+  /** The settings string of a spec with priority classes, for a class whose share stops at `ceiling`. */
+  private classedSpecOf(spec: LimiterSpec, ceiling: number): string {
+    let texts = this.classedTexts.get(spec);
+    if (texts === undefined) {
+      texts = new Map();
+      this.classedTexts.set(spec, texts);
+    }
+    let text = texts.get(ceiling);
+    if (text === undefined) {
+      const o = this.options;
+      text = specText(spec.algorithm, spec.options.countRejected, o.ttlPadMs, o.leaseTtlMs, ceiling);
+      texts.set(ceiling, text);
+    }
     return text;
   }
 

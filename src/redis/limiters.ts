@@ -4,11 +4,12 @@ import { keyFor } from '../limiters/keyed.ts';
 import type { Lease } from '../limiters/lease.ts';
 import type { LimitShape, StoredLimiter } from '../limiters/limiter.ts';
 import { checkCount } from '../limiters/partitioned.ts';
+import type { Priority } from '../limiters/priority.ts';
 import type { AcquireOptions, LimiterSpec, Statistics } from '../limiters/rate-limiter.ts';
 import type { RemoteStore } from '../limiters/store.ts';
 import { rejectUnknown } from '../options/known.ts';
 import type { Waiting } from './acquire.ts';
-import type { Binding, BoundMember, Owner } from './binding.ts';
+import { type Binding, type BoundMember, type Owner, ranked } from './binding.ts';
 import type { Engine } from './engine.ts';
 import { decodeNumber } from './protocol.ts';
 
@@ -146,19 +147,28 @@ export class RedisLimiter implements Owner, StoredLimiter {
     return this.spec.options.queueLimit > 0;
   }
 
-  /** Decides now and never waits: one round trip. */
-  tryAcquire(permits = 1): Promise<Lease> {
+  /**
+   * Decides now and never waits: one round trip. `priority` is the request's class, for a limiter with priority
+   * classes (`concurrency({ classes })`): the shares reserved above it hold across every process.
+   */
+  tryAcquire(permits = 1, priority?: Priority): Promise<Lease> {
+    let binding: Binding;
     try {
-      this.context.engine.check(this.binding, permits);
+      binding = ranked(this.binding, priority);
+      this.context.engine.check(binding, permits);
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.context.engine.decideLease(this.binding, permits, 'limit');
+    return this.context.engine.decideLease(binding, permits, 'limit');
   }
 
-  /** Grants now, or waits locally (bounded by `queueLimit`, abortable) and asks again when a retry can succeed. */
-  acquire(permits = 1, options?: AcquireOptions): Promise<Lease> {
-    return this.context.waiting.acquire(this.binding, permits, options?.signal);
+  /**
+   * Grants now, or waits locally (bounded by `queueLimit`, abortable) and asks again when a retry can succeed.
+   * `options.priority`: the request's class (see {@link tryAcquire}); a waiter here is served before the ones of
+   * lower classes.
+   */
+  async acquire(permits = 1, options?: AcquireOptions): Promise<Lease> {
+    return this.context.waiting.acquire(ranked(this.binding, options?.priority), permits, options?.signal);
   }
 
   /** Permits available in Redis now; queued here; granted and rejected by this process. */
@@ -256,11 +266,11 @@ export class RedisPartitionedLimiter<R> implements Owner, StoredLimiter<R> {
     return this.spec === undefined || this.spec.options.queueLimit > 0;
   }
 
-  /** Decides now for `resource`'s partition: one round trip. */
-  tryAcquire(resource: R, permits = 1): Promise<Lease> {
+  /** Decides now for `resource`'s partition: one round trip. `priority`: the request's class (as a limiter's). */
+  tryAcquire(resource: R, permits = 1, priority?: Priority): Promise<Lease> {
     let binding: Binding;
     try {
-      binding = this.binding(resource);
+      binding = ranked(this.binding(resource), priority);
       this.context.engine.check(binding, permits);
     } catch (error) {
       return Promise.reject(error);
@@ -268,9 +278,10 @@ export class RedisPartitionedLimiter<R> implements Owner, StoredLimiter<R> {
     return this.context.engine.decideLease(binding, permits, 'limit');
   }
 
-  /** Grants now, or waits locally in the partition's queue, or rejects at once. */
+  /** Grants now, or waits locally in the partition's queue, or rejects at once. `options.priority`: its class. */
   async acquire(resource: R, permits = 1, options?: AcquireOptions): Promise<Lease> {
-    return this.context.waiting.acquire(this.binding(resource), permits, options?.signal);
+    const binding = ranked(this.binding(resource), options?.priority);
+    return this.context.waiting.acquire(binding, permits, options?.signal);
   }
 
   /** The partition's permits available in Redis and queued here; this process's totals over all partitions. */

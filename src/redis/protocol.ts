@@ -27,7 +27,7 @@ export interface MemberCall {
 
 /**
  * A limiter's settings as the script reads them: `kind:limit:p1:p2:countRejected:ttlPad:leaseTtl`. Constant per
- * limiter, so it is built once and sent as one argument. `ttlPad`: milliseconds of TTL added to the state's own
+ * limiter (per class and limiter with priority classes: `ceiling`), so it is built once and sent as one argument. `ttlPad`: milliseconds of TTL added to the state's own
  * (large with a test clock, whose time is not Redis's). The twin and its parameters are what the algorithm says
  * of itself ({@link Algorithm.remote}), so the store never asks which class it is.
  */
@@ -36,13 +36,15 @@ export function specText(
   countRejected: boolean,
   pad: number,
   leaseTtl: number,
+  ceiling?: number,
 ): string {
   const remote = algorithm.remote;
   if (remote === undefined) {
     throw new TypeError(`floodgate/redis: no Lua twin for algorithm ${JSON.stringify(algorithm.kind)}`);
   }
   // A third parameter and more (a lockout's) ride in p2, joined by '_'.
-  const [p1 = '', ...rest] = remote.params;
+  // A concurrency member with classes carries the request's class's ceiling in p1 (it has no parameter of its own).
+  const [p1 = ceiling ?? '', ...rest] = remote.params;
   const p2 = rest.join('_');
   return `${remote.twin}:${algorithm.limit}:${p1}:${p2}:${countRejected ? 1 : 0}:${pad}:${leaseTtl}`;
 }

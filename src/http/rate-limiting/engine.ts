@@ -204,10 +204,11 @@ export class RateLimiting {
     rank: number | undefined,
     metrics: RouteMetrics,
   ): Decision | Promise<Decision> {
-    // A Redis store has no classes: `rank` is not sent.
     const remote = route.remote;
     if (remote !== undefined && (!route.mayQueue || this.options.dryRun)) {
-      return remote.tryAcquire(resource).then((lease) => this.#decided(route, lease, resource, metrics));
+      return remote
+        .tryAcquire(resource, rank)
+        .then((lease) => this.#decided(route, lease, resource, metrics));
     }
     if (!route.mayQueue || this.options.dryRun) {
       return this.#decided(route, route.tryAcquire(resource, rank), resource, metrics);

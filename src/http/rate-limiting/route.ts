@@ -120,7 +120,7 @@ export class RouteLimits {
       this.tryAcquire = () => {
         throw new Error('floodgate: a route on a Redis store decides through route.remote');
       };
-      this.acquire = (req, signal) => remote.acquire(req, signal);
+      this.acquire = (req, signal, rank) => remote.acquire(req, signal, rank);
     } else if (members.length === 0) {
       this.tryAcquire = () => {
         throw new Error('floodgate: a route without limiters has nothing to decide');

@@ -12,8 +12,9 @@ import type { Member } from './options.ts';
 
 /** How a route on a remote store decides: one round trip per decision, a chain included. */
 export interface RemoteDecider {
-  tryAcquire(resource: unknown): Promise<Lease>;
-  acquire(resource: unknown, signal: AbortSignal | undefined): Promise<Lease>;
+  /** `rank`: the request's class (a policy's `priority`), for members with priority classes. */
+  tryAcquire(resource: unknown, rank: number | undefined): Promise<Lease>;
+  acquire(resource: unknown, signal: AbortSignal | undefined, rank: number | undefined): Promise<Lease>;
   /** Whether the store's fallback (`onUnavailable`) answered `lease`, not the store. */
   isFallback(lease: Lease): boolean;
 }
@@ -49,8 +50,8 @@ export function remoteDecider(members: readonly StoredLimiter[]): RemoteDecider 
   const store = members[0].store;
   const chain = store.chain(members);
   return {
-    tryAcquire: (resource) => chain.tryAcquire(resource, 1),
-    acquire: (resource, signal) => chain.acquire(resource, 1, signal),
+    tryAcquire: (resource, rank) => chain.tryAcquire(resource, 1, rank),
+    acquire: (resource, signal, rank) => chain.acquire(resource, 1, signal, rank),
     isFallback: (lease) => store.isFallback(lease),
   };
 }

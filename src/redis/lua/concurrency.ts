@@ -1,15 +1,17 @@
 /**
  * Lua twin of `src/algorithms/concurrency.ts`, with the held permits kept as a sorted set of leases scored by
  * their expiry: `"<permits>:<lease id>"`. Leases whose holder died (never released, never renewed) fall out at
- * the next decision, so a crashed process cannot hold permits forever. State `s`: `{ held }`.
+ * the next decision, so a crashed process cannot hold permits forever. State `s`: `{ held }`. With priority
+ * classes a request is decided against its class's ceiling (`m.ceiling`, sent in its spec), not the limit: the
+ * shares reserved for higher classes hold across every process, and what is left is what its class may use.
  */
 export const CONCURRENCY = `
 local CC = {
   timeBased = false,
-  available = function(m, s) return m.limit - s[1] end,
+  available = function(m, s) return m.ceiling - s[1] end,
   take = function(m, s, n) s[1] = s[1] + n end,
   retryAfter = function(m, s, now, n)
-    if m.limit - s[1] >= n then return 0 end
+    if m.ceiling - s[1] >= n then return 0 end
     return 0 / 0
   end,
   resetAfter = function(m, s, now)
@@ -53,7 +55,8 @@ local function leaseTry(c, key, blocked, lease, op, permits, now)
   end
   if dead then call('ZREMRANGEBYSCORE', key, '-inf', num(now)) end
   if lock then return lockedText(1, lock - now) end
-  local limit = c.limit
+  -- The request's class's share (priority classes), else the whole limit.
+  local limit = c.ceiling
   local need = permits
   if need == 0 then need = 1 end
   if limit - held >= need and (permits == 0 or not blocked) then

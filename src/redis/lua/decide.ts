@@ -45,6 +45,8 @@ local function spec(text)
     a = ALGORITHMS[kind],
     cc = kind == 'cc',
     limit = tonumber(limit),
+    -- A concurrency member's p1 is the request's class's ceiling (priority classes), else its limit.
+    ceiling = (kind == 'cc' and p1) or tonumber(limit),
     p1 = p1,
     p2 = p2,
     seg = kind == 'sw' and p1 / p2 or 0,
