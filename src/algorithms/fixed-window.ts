@@ -70,7 +70,7 @@ export class FixedWindow implements Algorithm {
     if (this.limit - count >= n) return 0;
     // After k window ends the count is max(0, count − k·limit) with debt carried: the first k that leaves room.
     const k =
-      this.carry && count > this.limit ? Math.max(1, Math.ceil((count + n - this.limit) / this.limit)) : 1;
+      count > this.limit && this.carry ? Math.max(1, Math.ceil((count + n - this.limit) / this.limit)) : 1;
     return s[o] + k * this.windowMs - now;
   }
 
