@@ -1,10 +1,10 @@
 import type { Algorithm } from '../algorithms/algorithm.ts';
 import { MemoryTable } from '../stores/memory-table.ts';
 import {
+  grantLease,
   HeldLease,
   Lease,
   type PermitOwner,
-  RefundableLease,
   type RefundOwner,
   type RejectionReason,
   type ReleaseOutcome,
@@ -248,7 +248,7 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     const o = slot * algorithm.width;
     algorithm.take(s, o, permits);
     this.granted++;
-    return new RefundableLease(
+    return grantLease(
       algorithm.limit,
       Math.max(0, algorithm.available(s, o)),
       Math.ceil(algorithm.resetAfter(s, o, now)),
