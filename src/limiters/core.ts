@@ -240,7 +240,6 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     const algorithm = this.algorithm;
     // The commonest grant (time-based, refundable) kept small, so that the optimising compiler inlines all of
     // it, the lease's constructors included; the others are in commitOther.
-    // Compared with true, not tested for truth: a test of an untyped value is a dozen instructions each.
     if (permits === 0 || refundable !== true || algorithm.timeBased !== true) {
       return this.commitOther(slot, permits, now, key);
     }

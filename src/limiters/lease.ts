@@ -117,8 +117,7 @@ export class Lease implements Disposable {
     source: object | undefined,
     key: string | undefined,
   ) {
-    // Times come in whole milliseconds (see `wholeMs`), rounded by whoever computed them: the constructor is
-    // every lease's, inlined into each decision, and its size counts against the compiler's inlining budget.
+    // Times come rounded (`wholeMs`): this constructor's size counts against the inlining budget.
     this.granted = granted;
     this.reason = reason;
     this.retryAfterMs = retryAfterMs;
@@ -149,10 +148,7 @@ export class Lease implements Disposable {
     return new Lease(true, undefined, undefined, limit, remaining, resetAfterMs, source, key);
   }
 
-  /**
-   * @internal A rejected lease from its fields in order, for the engine's rejection path: no fields object to
-   * build and take apart on every rejection (abusive traffic is mostly rejections).
-   */
+  /** @internal A rejected lease from its fields in order (the engine's rejection path). */
   static refused(
     reason: RejectionReason,
     retryAfterMs: number | undefined,
@@ -544,13 +540,7 @@ export function unitOf(limiter: unknown): string {
   return typeof unit === 'string' ? unit : 'requests';
 }
 
-/**
- * @internal A granted refundable lease, as {@link LimiterCore.commit} makes it. Not `new RefundableLease` there:
- * with the constructor in line, `commit` was small enough to be inlined into a one-limiter `tryAcquire` while the
- * constructor no longer fit the inlining budget, and a construction the compiler does not inline goes through
- * the generic construct stub (bench:instructions, one limiter: 761 → 838 a decision). Through this function,
- * `commit` stays whole: one call, with the allocation inlined in it.
- */
+/** @internal `commit`'s lease: a call keeps `commit` whole for the inliner (docs/architecture.md). */
 export function grantLease(
   limit: number,
   remaining: number,

@@ -71,12 +71,7 @@ export abstract class MemoryLimiterBase implements MemoryLimiter {
 /** No resource given: the key is. */
 const NO_RESOURCE = Symbol('no resource');
 
-/**
- * Decides now in `slot` of `core`: the permits checked against its limit, then one step. The commonest decision
- * (one permit, no class, a core that decides in one step) is the first line; everything else is out of line, so
- * that the optimising compiler's inlining budget goes to the decision itself (callgrind: the grant and the
- * window's advance were calls before).
- */
+/** Decides now in `slot` of `core`; the commonest decision first, the rest out of line (the inlining budget). */
 export function decideNow(
   core: SlotCore,
   slot: number,
