@@ -6,7 +6,8 @@
  * How: one decision script (`decisions.ts` below) is bundled by esbuild twice, once against `src` of the working
  * tree and once against `src` of {@link REFERENCE} (extracted with `git archive`). Each bundle runs under callgrind
  * with `node --single-threaded` (V8 compiles and collects on the main thread, so both are counted every time;
- * without it background compilation moves one build's count ±20 %) for LONG and SHORT decisions of one scenario;
+ * without it background compilation moves one build's count ±20 %) and `--hash-seed=1` (a random seed makes
+ * start-up cost a different count each run) for LONG and SHORT decisions of one scenario;
  * the difference divided by LONG − SHORT is the cost of one decision at steady state, with start-up, module
  * loading, set-up and the first optimising compilations cancelled out.
  *
@@ -118,6 +119,10 @@ function instructions(file: string, scenario: string, count: number): Promise<nu
         `--callgrind-out-file=${out}`,
         process.execPath,
         '--single-threaded',
+        // A fixed hash seed: with a random one, V8's start-up (HashSeed::InitializeRoots) costs a different number
+        // of instructions each run (±650 000 measured on `node -e 0`; 600 with the seed fixed), noise that the
+        // LONG − SHORT subtraction does not cancel.
+        '--hash-seed=1',
         file,
         scenario,
         String(count),

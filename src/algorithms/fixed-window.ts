@@ -28,15 +28,19 @@ export class FixedWindow implements Algorithm {
   }
 
   advance(s: Float64Array, o: number, now: number): void {
+    // Every decision runs this line; the new window, once a window, is out of line (the inlining budget).
+    if (now - s[o] >= this.windowMs) this.roll(s, o, now);
+  }
+
+  /** {@link advance} past the end of the current window. */
+  private roll(s: Float64Array, o: number, now: number): void {
     const start = s[o];
-    if (now - start >= this.windowMs) {
-      // Whole windows only, so boundaries stay at exact multiples however long the partition was idle.
-      const windows = Math.floor((now - start) / this.windowMs);
-      s[o] = start + windows * this.windowMs;
-      // Only a settle can leave a count over the limit (carry is off when penalties can): each window pays `limit`.
-      const debt = s[o + 1] - windows * this.limit;
-      s[o + 1] = this.carry && debt > 0 ? debt : 0;
-    }
+    // Whole windows only, so boundaries stay at exact multiples however long the partition was idle.
+    const windows = Math.floor((now - start) / this.windowMs);
+    s[o] = start + windows * this.windowMs;
+    // Only a settle can leave a count over the limit (carry is off when penalties can): each window pays `limit`.
+    const debt = s[o + 1] - windows * this.limit;
+    s[o + 1] = this.carry && debt > 0 ? debt : 0;
   }
 
   available(s: Float64Array, o: number): number {
@@ -66,7 +70,7 @@ export class FixedWindow implements Algorithm {
     if (this.limit - count >= n) return 0;
     // After k window ends the count is max(0, count − k·limit) with debt carried: the first k that leaves room.
     const k =
-      this.carry && count > this.limit ? Math.max(1, Math.ceil((count + n - this.limit) / this.limit)) : 1;
+      count > this.limit && this.carry ? Math.max(1, Math.ceil((count + n - this.limit) / this.limit)) : 1;
     return s[o] + k * this.windowMs - now;
   }
 

@@ -1,10 +1,10 @@
 import type { Algorithm } from '../algorithms/algorithm.ts';
 import { MemoryTable } from '../stores/memory-table.ts';
 import {
+  grantLease,
   HeldLease,
   Lease,
   type PermitOwner,
-  RefundableLease,
   type RefundOwner,
   type RejectionReason,
   type ReleaseOutcome,
@@ -223,7 +223,11 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     const s = this.table.states;
     this.algorithm.advance(s, o, now);
     if (this.algorithm.available(s, o) < (permits === 0 ? 1 : permits)) return false;
-    if (permits === 0 || this.waiting === 0) return true;
+    return permits === 0 || this.waiting === 0 || this.mayPass(slot, rank);
+  }
+
+  /** Whether a new arrival of class `rank` may pass the waiters of `slot` (out of line: rarely anyone waits). */
+  private mayPass(slot: number, rank: number): boolean {
     const top = this.queues.get(slot)?.head?.rank;
     return top === undefined || top < rank || (this.newestFirst && top === rank);
   }
@@ -236,17 +240,17 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     const algorithm = this.algorithm;
     // The commonest grant (time-based, refundable) kept small, so that the optimising compiler inlines all of
     // it, the lease's constructors included; the others are in commitOther.
-    if (permits === 0 || !refundable || !algorithm.timeBased) {
+    if (permits === 0 || refundable !== true || algorithm.timeBased !== true) {
       return this.commitOther(slot, permits, now, key);
     }
     const s = this.table.states;
     const o = slot * algorithm.width;
     algorithm.take(s, o, permits);
     this.granted++;
-    return new RefundableLease(
+    return grantLease(
       algorithm.limit,
       Math.max(0, algorithm.available(s, o)),
-      algorithm.resetAfter(s, o, now),
+      Math.ceil(algorithm.resetAfter(s, o, now)),
       this.source,
       this,
       slot,
@@ -353,17 +357,19 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     algorithm.advance(s, o, now);
     if (permits > 0) {
       this.rejected++;
-      if (this.options.countRejected) algorithm.take(s, o, permits);
+      if (this.options.countRejected === true) algorithm.take(s, o, permits);
     }
     const retry = algorithm.retryAfter(s, o, now, permits === 0 ? 1 : permits);
-    return Lease.rejected(reason, {
-      retryAfterMs: Number.isNaN(retry) ? undefined : retry,
-      limit: algorithm.limit,
-      remaining: Math.max(0, algorithm.available(s, o)),
-      resetAfterMs: nanToUndefined(algorithm.resetAfter(s, o, now)),
-      source: this.source,
+    const reset = algorithm.resetAfter(s, o, now);
+    return Lease.refused(
+      reason,
+      Number.isNaN(retry) ? undefined : retry,
+      algorithm.limit,
+      Math.max(0, algorithm.available(s, o)),
+      Number.isNaN(reset) ? undefined : reset,
+      this.source,
       key,
-    });
+    );
   }
 
   /** Milliseconds until `permits` could be granted in `slot` (NaN when unknown: concurrency). */

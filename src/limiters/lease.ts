@@ -53,6 +53,14 @@ export interface LeaseFields {
 
 const NO_METADATA: LeaseMetadata = Object.freeze({});
 
+/**
+ * @internal A time in whole milliseconds, rounded up: a clock's fractions (performance.now()) would otherwise show
+ * as noise (59992.345506000005), and rounding down would tell a client to come back before it can succeed.
+ */
+export function wholeMs(ms: number | undefined): number | undefined {
+  return ms === undefined ? undefined : Math.ceil(ms);
+}
+
 /** @internal A real cost: a whole number ≥ 0, or a TypeError/RangeError naming the call and the value. */
 export function checkCost(actual: unknown): asserts actual is number {
   if (typeof actual !== 'number') {
@@ -109,21 +117,21 @@ export class Lease implements Disposable {
     source: object | undefined,
     key: string | undefined,
   ) {
+    // Times come rounded (`wholeMs`): this constructor's size counts against the inlining budget.
     this.granted = granted;
     this.reason = reason;
-    // Whole milliseconds, rounded up: a clock's fractions (performance.now()) would otherwise show as noise
-    // (59992.345506000005), and rounding down would tell a client to come back before it can succeed.
-    this.retryAfterMs = retryAfterMs === undefined ? undefined : Math.ceil(retryAfterMs);
+    this.retryAfterMs = retryAfterMs;
     this.limit = limit;
     this.remaining = remaining;
-    this.resetAfterMs = resetAfterMs === undefined ? undefined : Math.ceil(resetAfterMs);
+    this.resetAfterMs = resetAfterMs;
     this.source = source;
     this.key = key;
   }
 
   /** A granted lease that holds nothing (time gives its permits back, or it was a zero-permit probe). */
   static granted(fields: LeaseFields): Lease {
-    const { limit, remaining, resetAfterMs, source, key, metadata } = fields;
+    const { limit, remaining, source, key, metadata } = fields;
+    const resetAfterMs = wholeMs(fields.resetAfterMs);
     if (metadata !== undefined) {
       return new NotedLease(
         true,
@@ -140,9 +148,33 @@ export class Lease implements Disposable {
     return new Lease(true, undefined, undefined, limit, remaining, resetAfterMs, source, key);
   }
 
+  /** @internal A rejected lease from its fields in order (the engine's rejection path). */
+  static refused(
+    reason: RejectionReason,
+    retryAfterMs: number | undefined,
+    limit: number,
+    remaining: number,
+    resetAfterMs: number | undefined,
+    source: object | undefined,
+    key: string | undefined,
+  ): Lease {
+    return new Lease(
+      false,
+      reason,
+      wholeMs(retryAfterMs),
+      limit,
+      remaining,
+      wholeMs(resetAfterMs),
+      source,
+      key,
+    );
+  }
+
   /** A rejected lease. */
   static rejected(reason: RejectionReason, fields: LeaseFields): Lease {
-    const { retryAfterMs, limit, remaining, resetAfterMs, source, key, metadata } = fields;
+    const { limit, remaining, source, key, metadata } = fields;
+    const retryAfterMs = wholeMs(fields.retryAfterMs);
+    const resetAfterMs = wholeMs(fields.resetAfterMs);
     if (metadata !== undefined) {
       return new NotedLease(
         false,
@@ -329,7 +361,7 @@ const SETTLED: RefundOwner = {
   settlePermits() {},
 };
 
-/** A granted lease of a time-based limiter, which can be refunded or settled once. */
+/** A granted lease of a time-based limiter, which can be refunded or settled once (`resetAfterMs` whole). */
 export class RefundableLease extends Lease {
   declare private owner: RefundOwner | undefined;
   declare private readonly slot: number;
@@ -443,7 +475,7 @@ export class ChainLease extends Lease {
     super(
       decisive.granted,
       decisive.reason,
-      retryAfterMs,
+      wholeMs(retryAfterMs),
       decisive.limit,
       decisive.remaining,
       decisive.resetAfterMs,
@@ -506,4 +538,31 @@ export class ChainLease extends Lease {
 export function unitOf(limiter: unknown): string {
   const unit = (limiter as { unit?: unknown } | undefined)?.unit;
   return typeof unit === 'string' ? unit : 'requests';
+}
+
+/** @internal `commit`'s lease: a call keeps `commit` whole for the inliner (docs/architecture.md). */
+export function grantLease(
+  limit: number,
+  remaining: number,
+  resetAfterMs: number,
+  source: object | undefined,
+  owner: RefundOwner,
+  slot: number,
+  permits: number,
+  mark: number,
+  generation: number,
+  key: string | undefined,
+): Lease {
+  return new RefundableLease(
+    limit,
+    remaining,
+    resetAfterMs,
+    source,
+    owner,
+    slot,
+    permits,
+    mark,
+    generation,
+    key,
+  );
 }

@@ -71,8 +71,23 @@ export abstract class MemoryLimiterBase implements MemoryLimiter {
 /** No resource given: the key is. */
 const NO_RESOURCE = Symbol('no resource');
 
-/** Decides now in `slot` of `core`: the permits checked against its limit, then one step. */
+/** Decides now in `slot` of `core`; the commonest decision first, the rest out of line (the inlining budget). */
 export function decideNow(
+  core: SlotCore,
+  slot: number,
+  key: string | undefined,
+  permits: number,
+  refundable: boolean,
+  priority: Priority | undefined,
+): Lease {
+  if (permits === 1 && priority === undefined && core.tryAcquire !== undefined) {
+    return core.tryAcquire(slot, 1, core.options.clock.now(), refundable, undefined, key);
+  }
+  return decideOther(core, slot, key, permits, refundable, priority);
+}
+
+/** {@link decideNow} of several permits, a class, or a core that decides in steps. */
+function decideOther(
   core: SlotCore,
   slot: number,
   key: string | undefined,

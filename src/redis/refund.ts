@@ -1,4 +1,4 @@
-import { ChainLease, checkCost, Lease } from '../limiters/lease.ts';
+import { ChainLease, checkCost, Lease, wholeMs } from '../limiters/lease.ts';
 import type { BoundMember } from './binding.ts';
 
 /** One member's part of a settle: `delta` more charged (> 0) or `−delta` given back (< 0). */
@@ -37,7 +37,7 @@ export class RedisRefundableLease extends Lease {
     private readonly member: BoundMember,
     private readonly send: SettleSender,
   ) {
-    super(true, undefined, undefined, limit, remaining, resetAfterMs, source, key);
+    super(true, undefined, undefined, limit, remaining, wholeMs(resetAfterMs), source, key);
     this.#refund = refund;
   }
 

@@ -5,7 +5,8 @@
  *   map:        heap bytes per key of a bare Map<string, number> at 100 000 flat keys of 36 characters (the floor);
  *   partitions: the same for a partitioned fixed window (keys included, as in the map);
  *   allocated:  bytes allocated per granted hot-key decision, over 100 000 decisions after as many to warm up,
- *               with new space large enough that no collection falls inside (checked: the heap only grew).
+ *               with new space large enough that no collection falls inside (checked: the heap only grew);
+ *   rejected:   the same for a rejected hot-key decision (a limit of 1, taken by the first).
  */
 import { fixedWindow, partitioned } from '../../src/index.ts';
 
@@ -39,10 +40,10 @@ function perPartition(make: () => (key: string) => unknown): number {
   return (after - before) / KEYS;
 }
 
-function allocatedPerDecision(): number {
+function allocatedPerDecision(permitLimit: number): number {
   const limiter = partitioned({
     key: (k: string) => k,
-    limiter: fixedWindow({ permitLimit: 1_000_000_000, window: '1h' }),
+    limiter: fixedWindow({ permitLimit, window: '1h' }),
   });
   let granted = 0;
   const run = () => {
@@ -83,5 +84,7 @@ if (what === 'map') {
     ),
   );
 } else if (what === 'allocated') {
-  console.log(JSON.stringify(allocatedPerDecision()));
+  console.log(JSON.stringify(allocatedPerDecision(1_000_000_000)));
+} else if (what === 'rejected') {
+  console.log(JSON.stringify(allocatedPerDecision(1)));
 } else throw new Error(`what? ${what}`);
