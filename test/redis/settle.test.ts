@@ -222,7 +222,7 @@ for (const client of Object.keys(clients)) {
       await limits.tryAcquire(0); // the script loaded
       const before = calls.length;
       const first = await limits.tryAcquire(400);
-      const counted = calls.length - before === 1; // ioredis's calls are seen here; node-redis's by another name
+      const counted = calls.length - before === 1; // ioredis's calls are seen here; the others' by other names
       assert.equal(first.granted, true);
       assert.deepEqual(
         first.members?.map((l) => l.remaining),
@@ -238,7 +238,10 @@ for (const client of Object.keys(clients)) {
           .slice(settling)
           .filter((args) => args.some((a, i) => a === 's' && args[i + 1] === '0' && args[i + 2] === '1'));
         assert.equal(settles.length, 1, JSON.stringify(calls.slice(settling)));
-      } else assert.equal(client, 'node-redis', 'calls are counted on ioredis');
+      } else {
+        // node-redis and valkey-glide send by other names; the ioredis API is where the count is checked.
+        assert.ok(!['ioredis', 'iovalkey'].includes(client), `calls are counted on ${client}`);
+      }
       assert.equal(second.granted, true, '900 tokens left once the first settled at 100');
       assert.deepEqual(
         second.members?.map((l) => l.remaining),
