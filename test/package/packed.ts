@@ -26,6 +26,7 @@ const sources = [
   'tsconfig.json',
   'tsconfig.build.json',
   'scripts/mark-commonjs.mjs',
+  'scripts/prune-declarations.mjs',
 ];
 
 export interface Packed {
