@@ -4,16 +4,18 @@
  * decisions a second, with leases off (`strict`), forced (`leases`) or automatic (`auto`). With `file`, every
  * grant is written to it as it is made (one `write` each, so a SIGKILL loses none): the mark of the batch it came
  * from — the start of the window (segment) Redis counted it in, on Redis's clock — and, for a grant made inside
- * the call from the batch, `Date.now()` just before the call.
+ * the call from the batch, `Date.now()` just before the call. A token bucket's batch has no mark: each grant is
+ * written as the machine clock (the one Redis `TIME` reads here), to the microsecond, read before the call and
+ * once its lease is here, between which it was made; its loops can alternate a steady demand with bursts.
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { Redis } from 'ioredis';
-import { fixedWindow, type Lease, slidingWindow } from '../src/index.ts';
+import { fixedWindow, type Lease, slidingWindow, tokenBucket } from '../src/index.ts';
 import { redisStore } from '../src/redis/index.ts';
 
 export interface LeaseBenchJob {
   port: number;
-  kind: 'fixed' | 'sliding';
+  kind: 'fixed' | 'sliding' | 'bucket';
   mode: 'strict' | 'leases' | 'auto';
   limit: number;
   windowMs: number;
@@ -26,6 +28,13 @@ export interface LeaseBenchJob {
   rate: number;
   /** Where to write every grant's mark (leased modes), or undefined. */
   file?: string;
+  /** A bucket's refill (`limit` is its tokenLimit): tokens per period, continuous. */
+  refill?: { tokens: number; periodMs: number };
+  /**
+   * Bursts (a bucket's runs): from `startAt` (`Date.now()`, the same for every worker), cycles of `coolMs` at one
+   * decision per loop every `coolEveryMs` (the bucket refills, batches stay alive), then `hotMs` closed loop.
+   */
+  cycle?: { startAt: number; coolMs: number; hotMs: number; coolEveryMs: number };
   /** Wait this long after the last decision before reporting (the sweeper's give-backs reach Redis). */
   settleMs: number;
 }
@@ -39,6 +48,9 @@ export interface LeaseBenchReport {
   elapsedMs: number;
 }
 
+/** The machine clock to the microsecond. */
+const wall = () => performance.timeOrigin + performance.now();
+
 /** What `Promise.race` answers when the decision's promise was not settled at the call. */
 const LATER = Promise.resolve('later' as const);
 
@@ -47,9 +59,16 @@ const client = new Redis({ port: Number(process.env.REDIS_PORT) });
 async function run(job: LeaseBenchJob): Promise<LeaseBenchReport> {
   const store = redisStore({ client, timeoutMs: 2000 });
   const spec =
-    job.kind === 'fixed'
-      ? fixedWindow({ permitLimit: job.limit, window: job.windowMs })
-      : slidingWindow({ permitLimit: job.limit, window: job.windowMs, segmentsPerWindow: job.segments });
+    job.kind === 'bucket'
+      ? tokenBucket({
+          tokenLimit: job.limit,
+          tokensPerPeriod: job.refill!.tokens,
+          period: job.refill!.periodMs,
+          replenishment: 'continuous',
+        })
+      : job.kind === 'fixed'
+        ? fixedWindow({ permitLimit: job.limit, window: job.windowMs })
+        : slidingWindow({ permitLimit: job.limit, window: job.windowMs, segmentsPerWindow: job.segments });
   const leases = job.mode === 'strict' ? false : job.mode === 'leases' ? true : 'auto';
   const limiter = store.limiter(spec, { name: job.name, hashTag: job.name, leases });
   const key = `floodgate:{${job.name}}${job.name}`;
@@ -61,18 +80,27 @@ async function run(job: LeaseBenchJob): Promise<LeaseBenchReport> {
   ).context.engine.leases.entries;
   const fd = job.file === undefined ? -1 : openSync(job.file, 'a');
   const report: LeaseBenchReport = { decisions: 0, granted: 0, rejected: 0, errors: 0, elapsedMs: 0 };
+  const cycle = job.cycle;
+  if (cycle) await new Promise((r) => setTimeout(r, Math.max(0, cycle.startAt - Date.now())));
   const started = performance.now();
-  const deadline = Date.now() + job.durationMs;
+  const deadline = (cycle?.startAt ?? Date.now()) + job.durationMs;
   const gap = job.rate > 0 ? (1000 * job.inflight) / job.rate : 0;
+  const cool = () =>
+    cycle !== undefined && (Date.now() - cycle.startAt) % (cycle.coolMs + cycle.hotMs) < cycle.coolMs;
   const loop = async () => {
     let n = 0;
     while (Date.now() < deadline) {
       // Local decisions settle in microtasks: yield to I/O now and then, as a server between requests does.
-      if (gap > 0) await new Promise((r) => setTimeout(r, gap));
+      if (cool()) await new Promise((r) => setTimeout(r, cycle!.coolEveryMs));
+      else if (gap > 0) await new Promise((r) => setTimeout(r, gap));
       else if (++n % 32 === 0) await new Promise((r) => setImmediate(r));
       let lease: Lease;
       if (fd < 0) lease = await limiter.tryAcquire();
-      else {
+      else if (job.kind === 'bucket') {
+        const lo = wall();
+        lease = await limiter.tryAcquire();
+        if (lease.granted) writeSync(fd, `${lo},${wall()}\n`);
+      } else {
         const at = Date.now();
         const pending = limiter.tryAcquire();
         let mark = entries.get(key)?.batch.mark;

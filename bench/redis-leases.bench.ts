@@ -22,7 +22,9 @@
  *   hot process's admissions per full window ÷ the limit, fixed and sliding.
  * - threshold: one process deciding one key at 20 … 1000 decisions a second, commands per decision strict,
  *   leased and automatic: where leases start to pay, which `leases: 'auto'`'s promotion rate is set by.
- * - bucket: the token bucket's row (worst overshoot against tokenLimit + N·(B−1)), once leases cover it.
+ * - bucket: a leased token bucket, N = 4 and 8: the worst overshoot over any span against the stated bound (1 %
+ *   of tokenLimit), from grants timed on the machine clock (see `bucket`); then the cost section's table on a
+ *   bucket.
  *
  * Ctrl-C kills the workers and redis-server.
  */
@@ -32,6 +34,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { worstOvershoot } from '../test/support/overshoot.ts';
 import { RedisServer } from '../test/support/redis-server.ts';
 import type { LeaseBenchJob, LeaseBenchReport } from './redis-leases-worker.ts';
 
@@ -218,9 +221,9 @@ async function bound(): Promise<void> {
   }
 }
 
-async function cost(): Promise<void> {
+async function cost(kind: 'fixed' | 'bucket' = 'fixed'): Promise<void> {
   console.log(
-    `\n## Cost: one hot key, every decision a grant, closed loop (64 in flight per process), ${ROUNDS} rounds of ${PHASE_MS} ms per mode, modes alternated`,
+    `\n## Cost${kind === 'bucket' ? ', token bucket' : ''}: one hot key, every decision a grant, closed loop (64 in flight per process), ${ROUNDS} rounds of ${PHASE_MS} ms per mode, modes alternated`,
   );
   console.log('| N | mode | Redis commands per decision | decisions/s per process | of strict |');
   console.log('|---:|---|---:|---:|---:|');
@@ -231,13 +234,14 @@ async function cost(): Promise<void> {
       const modes = ['strict', 'leases', 'auto'] as const;
       for (let k = 0; k < modes.length; k++) {
         const mode = modes[(k + round) % modes.length];
-        const name = nameOf(`cost-${mode}-${n}`);
+        const name = nameOf(`cost-${kind}-${mode}-${n}`);
         await admin.config('RESETSTAT');
         const reports = await runJobs(ws, () => ({
           port: server.port,
-          kind: 'fixed',
+          kind,
           mode,
           limit: 1e9,
+          refill: { tokens: 1e9, periodMs: 60_000 },
           windowMs: 60_000,
           segments: 1,
           name,
@@ -385,25 +389,79 @@ async function threshold(): Promise<void> {
   }
 }
 
+/**
+ * The token bucket's row. Overshoot: N processes on one leased bucket (`tokenLimit` 1 000, 1 token/ms continuous)
+ * in cycles of a steady demand at half the refill (the bucket fills, batches stay alive) and a closed-loop burst;
+ * one process SIGSTOPped past a batch's life (1 s) and one SIGKILLed. Every grant is written as the machine clock
+ * (the one Redis `TIME` reads) before its call and once its lease is here; over every span [s, e] the grants
+ * certainly inside it are counted, less what the bucket allows (tokenLimit + the refill over e − s): the worst,
+ * against the stated bound (1 % of tokenLimit, floored). Cost: as the cost section, on a bucket no run empties.
+ */
 async function bucket(): Promise<void> {
-  console.log('\n## Token bucket: worst overshoot against tokenLimit + N·(B−1)');
-  const { tokenBucket } = await import('../src/index.ts');
-  const { redisStore } = await import('../src/redis/index.ts');
-  try {
-    redisStore({ client: admin }).limiter(
-      tokenBucket({ tokenLimit: 100, tokensPerPeriod: 10, period: 100 }),
-      {
-        name: nameOf('bucket-probe'),
-        leases: true,
-      },
+  const tokenLimit = 1000;
+  const perMs = 1;
+  const reserve = Math.floor(tokenLimit / 100);
+  const cycle = { coolMs: 1200, hotMs: 300 };
+  const cycles = 3;
+  console.log(
+    `\n## Token bucket: worst overshoot over any span (leases: true, tokenLimit ${tokenLimit}, ${perMs} token/ms continuous; ${cycles} cycles of ${cycle.coolMs} ms at half the refill then ${cycle.hotMs} ms closed loop; one process SIGSTOPped 1.3 s, one SIGKILLed)`,
+  );
+  console.log(
+    '| N | worst overshoot, tokens | bound (1 % of tokenLimit) | grants | decisions | Redis commands per decision | per grant | errors |',
+  );
+  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|');
+  console.log("(decisions: the survivors'; commands: every process's, the killed one's included)");
+  for (const n of [4, 8]) {
+    const ws = await workers(n);
+    const name = nameOf(`bucket-${n}`);
+    const files = ws.map((_, i) => join(dir, `${name}-${i}`));
+    for (const f of files) writeFileSync(f, '');
+    const inflight = 8;
+    const startAt = Date.now() + 200;
+    const durationMs = cycles * (cycle.coolMs + cycle.hotMs);
+    await admin.config('RESETSTAT');
+    const reports = runJobs(ws, (i) => ({
+      port: server.port,
+      kind: 'bucket',
+      mode: 'leases',
+      limit: tokenLimit,
+      windowMs: 0,
+      segments: 1,
+      name,
+      durationMs,
+      inflight,
+      rate: 0,
+      file: files[i],
+      settleMs: 0,
+      refill: { tokens: 100, periodMs: 100 / perMs },
+      // Half the refill over the fleet while cool.
+      cycle: { startAt, ...cycle, coolEveryMs: (2 * n * inflight) / perMs },
+    }));
+    // Stopped in the second cycle's steady phase, woken in the third's (past its batch's life); one killed meanwhile.
+    await sleep(200 + cycle.coolMs + cycle.hotMs + 300);
+    ws[1].kill('SIGSTOP');
+    await sleep(600);
+    ws[2].kill('SIGKILL');
+    await sleep(700);
+    ws[1].kill('SIGCONT');
+    const done = await reports;
+    const used = await commands();
+    const grants: [number, number][] = [];
+    for (const f of files) {
+      for (const line of readFileSync(f, 'utf8').split('\n')) {
+        if (line === '') continue;
+        const [lo, hi] = line.split(',').map(Number);
+        grants.push([lo, hi]);
+      }
+    }
+    const worst = worstOvershoot(grants, tokenLimit, perMs);
+    const decisions = done.reduce((s, r) => s + (r?.decisions ?? 0), 0);
+    const errors = done.reduce((s, r) => s + (r?.errors ?? 0), 0);
+    console.log(
+      `| ${n} | ${fmt(worst, 1)} | ${reserve} | ${grants.length} | ${decisions} | ${fmt(used / decisions, 4)} | ${fmt(used / grants.length, 2)} | ${errors} |`,
     );
-  } catch {
-    console.log('(not measured: token-bucket leases are not on this branch yet — lane/leases-kinds)');
-    return;
   }
-  // The row goes here once token-bucket leases have landed: N processes closed loop on one bucket, admissions
-  // per interval against tokenLimit + rate × interval, worst excess against N·(B−1).
-  console.log('(token-bucket leases are available: this row is still to be written)');
+  await cost('bucket');
 }
 
 const started = Date.now();

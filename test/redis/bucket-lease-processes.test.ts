@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { worstOvershoot } from '../support/overshoot.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import type { BucketLeaseJob, BucketLeaseReport } from './fixtures/bucket-lease-worker.ts';
 
@@ -41,24 +42,6 @@ async function startWorker(): Promise<ChildProcess> {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/**
- * The worst, over spans [s, e], of (grants whose [lo, hi] lies inside) − (limit + rate·(e − s)): s runs over the
- * `lo`s from the latest down, the grants starting at or after it kept sorted by `hi`; for each, the best e is one
- * of those `hi`s.
- */
-function worstOvershoot(grants: [number, number][], limit: number, ratePerMs: number): number {
-  const byLo = [...grants].sort((a, b) => b[0] - a[0]);
-  const his: number[] = [];
-  let worst = Number.NEGATIVE_INFINITY;
-  for (const [lo, hi] of byLo) {
-    let at = his.length;
-    while (at > 0 && his[at - 1] > hi) at--;
-    his.splice(at, 0, hi);
-    for (let k = 0; k < his.length; k++) worst = Math.max(worst, k + 1 - limit - ratePerMs * (his[k] - lo));
-  }
-  return worst;
-}
 
 test(`token bucket: ${WORKERS} processes on one leased bucket, one SIGSTOPped past its batch's life and one SIGKILLed, admit over any span at most what the bucket allows + the reserve`, async () => {
   const tokenLimit = 300;

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { fixedWindow, slidingWindow } from '../../src/index.ts';
+import { fixedWindow, slidingWindow, tokenBucket } from '../../src/index.ts';
 import type { Engine } from '../../src/redis/engine.ts';
 import { type RedisStore, redisStore } from '../../src/redis/index.ts';
 import { DEMOTE_AFTER_MS, INTERVAL_MS, PROMOTE_COUNT } from '../../src/redis/lease-policy.ts';
@@ -138,4 +138,77 @@ test("leases: 'auto' with tiers, and its validation", async () => {
     leases: 'auto',
   });
   await assert.rejects(tiers.tryAcquire('a'), /countRejected must be false/);
+});
+
+test("token bucket, leases: 'auto': a hot key is leased, a cooled one exact again with no token held, and the bucket never over-admits", async () => {
+  clock.advance(3_600_000);
+  // A bucket's takes and give-backs are encoded apart (with its holders' key): recorded as the others' ops.
+  const leases = (engine as unknown as { leases: { bucketArgs: (...a: unknown[]) => void } }).leases;
+  const bucketArgs = leases.bucketArgs.bind(leases);
+  leases.bucketArgs = (args, entry, ...rest) => {
+    const e = entry as { binding: { members: { partKey?: string }[] } };
+    ops.push({ op: rest[1] as string, key: e.binding.members[0].partKey ?? '' });
+    bucketArgs(args, entry, ...rest);
+  };
+  const tokenLimit = 1000;
+  // One token an hour: no refill within the test, so the bucket admits tokenLimit in all.
+  const perKey = store.partitioned({
+    name: uniqueName(),
+    key: (k: string) => k,
+    limiter: tokenBucket({ tokenLimit, tokensPerPeriod: 1, period: '1h' }),
+    leases: 'auto',
+  });
+  let granted = 0;
+  const decide = async () => {
+    const lease = await perKey.tryAcquire('hot');
+    if (lease.granted) granted++;
+    return lease;
+  };
+  // Cold: exact, one try each, remaining to the token.
+  let start = ops.length;
+  for (let i = 1; i <= 30; i++) {
+    clock.advance(INTERVAL_MS / (PROMOTE_COUNT / 2));
+    assert.equal((await decide()).remaining, tokenLimit - i);
+  }
+  assert.deepEqual(opsOf('hot', start), Array(30).fill('t'));
+
+  // Hot: a decision a millisecond. Leased within two intervals, and from then on.
+  start = ops.length;
+  for (let i = 0; i < 400; i++) {
+    clock.advance(1);
+    assert.equal((await decide()).granted, true);
+  }
+  const hot = opsOf('hot', start);
+  const leased = hot.indexOf('l');
+  assert.ok(leased > 0 && leased < 2 * PROMOTE_COUNT, `${hot.length} ops: ${hot.join('')}`);
+  assert.ok(!hot.slice(leased).includes('t'), `leased from then on: ${hot.join('')}`);
+  // Batches of the request plus at most 1 % of tokenLimit: fewer takes than decisions.
+  assert.ok(hot.length < 400 / 2, `${hot.length} requests for 400 decisions: ${hot.join('')}`);
+
+  // Cooling: 10 a second. Exact again, and what the batch held is back in the bucket.
+  start = ops.length;
+  let demotedAfter: number | undefined;
+  for (let t = 0; t <= DEMOTE_AFTER_MS + 5 * INTERVAL_MS; t += 100) {
+    clock.advance(100);
+    const n = opsOf('hot', start).length;
+    await decide();
+    if (demotedAfter === undefined && opsOf('hot', start).slice(n).includes('t')) demotedAfter = t;
+  }
+  assert.ok(
+    demotedAfter !== undefined && demotedAfter <= DEMOTE_AFTER_MS + 2 * INTERVAL_MS,
+    `exact again after ${demotedAfter} ms`,
+  );
+  assert.equal((await decide()).remaining, tokenLimit - granted, 'every grant counted once, no token held');
+  assert.equal(opsOf('hot', start).at(-1), 't');
+
+  // Hot again until the bucket is empty: it admits its tokens and no more.
+  for (let i = 0; i < 1500; i++) {
+    clock.advance(1);
+    await decide();
+  }
+  assert.ok(granted <= tokenLimit, `${granted} granted of ${tokenLimit}`);
+  assert.ok(
+    granted >= tokenLimit - Math.floor(tokenLimit / 100),
+    `${granted} granted: none stranded beyond the reserve`,
+  );
 });
