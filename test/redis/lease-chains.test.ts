@@ -93,8 +93,8 @@ test('a chain of leased windows decides from warm batches with no request, all o
   assert.deepEqual([free(store, aKey), free(store, bKey)], [held[0] - held[1], 0]);
   // The fields a Redis answer gives: the member with least left, its window's reset; a lease per member.
   const last = leases[leases.length - 1];
-  assert.equal(last.members.length, 2);
-  assert.equal(last.remaining, Math.min(...last.members.map((l) => l.remaining)));
+  assert.equal(last.members?.length, 2);
+  assert.equal(last.remaining, Math.min(...last.members!.map((l) => l.remaining)));
   assert.equal(last.resetAfterMs, 10_000 - clock.now());
   assert.equal(a.granted, 80 + held[1]);
 
@@ -141,11 +141,11 @@ test('two processes, member and chain decisions interleaved: no member window ad
   const other = recorded(redisStore({ client: otherClient, clock, timeoutMs: 5000 }));
   type Step = { dt: number; who: number; what: 'a' | 'b' | 'chain'; permits: number; times: number };
   const step: fc.Arbitrary<Step> = fc.record({
-    dt: fc.integer({ min: 0, max: 6 }),
+    dt: fc.oneof(fc.integer({ min: 0, max: 6 }), fc.integer({ min: 0, max: 60 })),
     who: fc.integer({ min: 0, max: 1 }),
     what: fc.constantFrom('a' as const, 'b' as const, 'chain' as const, 'chain' as const),
     permits: fc.integer({ min: 1, max: 3 }),
-    times: fc.integer({ min: 1, max: 6 }),
+    times: fc.integer({ min: 1, max: 12 }),
   });
   // Chain decisions made, and those that asked Redis (op `t`: the members' own decisions take, op `l`).
   let chains = 0;
@@ -156,7 +156,7 @@ test('two processes, member and chain decisions interleaved: no member window ad
         fc.constantFrom('fixed', 'sliding'),
         fc.array(fc.array(step, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 60 }),
         async (kind, rounds) => {
-          const limits = [150, 100];
+          const limits = [60, 40];
           const make = (limit: number) =>
             kind === 'fixed'
               ? fixedWindow({ permitLimit: limit, window: 100 })
@@ -200,8 +200,8 @@ test('two processes, member and chain decisions interleaved: no member window ad
                     chains++;
                     const lease = await side.chain.tryAcquire(s.permits);
                     if (lease.granted) {
-                      count(0, lease.members[0], at, s.permits);
-                      count(1, lease.members[1], at, s.permits);
+                      count(0, lease.members![0], at, s.permits);
+                      count(1, lease.members![1], at, s.permits);
                     }
                   } else {
                     const member = s.what === 'a' ? 0 : 1;
