@@ -153,7 +153,7 @@ export class Engine implements DecisionHost {
     blockedFirst: boolean,
     asLease: boolean,
   ): Promise<Decided | Lease> {
-    // A lone leased member decides from its batch (a chain, or a request behind local waiters, asks Redis);
+    // A lone leased member decides from its batch (a request behind local waiters asks Redis);
     // with `leases: 'auto'`, while this process decides its key often. A probe (0 permits) asks Redis.
     if (binding.members.length === 1 && !blockedFirst && permits > 0) {
       const m = binding.members[0];

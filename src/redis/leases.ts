@@ -148,9 +148,10 @@ export class Leases {
 
   /**
    * A chain decided from its members' batches, all or nothing: when every member's key has a live batch here
-   * (taken by that member's own decisions, no take in flight) holding `permits`, each spends them and the chain is
-   * granted as Redis would grant it; else undefined, nothing is spent, and the chain asks Redis. It never
-   * over-admits: each permit spent was counted by Redis in its member's window (segment) when its batch was taken.
+   * (taken by that member's own decisions, no take in flight, no cached rejection for `permits`) holding
+   * `permits`, each spends them and the chain is granted as Redis would grant it; else undefined, nothing is
+   * spent, and the chain asks Redis. It never over-admits: each permit spent was counted by Redis in its member's
+   * window (segment, bucket) when its batch was taken.
    */
   chain(binding: Binding, permits: number, asLease: boolean): Decided | Lease | undefined {
     const members = binding.members;
@@ -164,7 +165,8 @@ export class Leases {
         entry.member.spec !== m.spec ||
         entry.waiting !== undefined ||
         now >= entry.batch.endsAt ||
-        entry.batch.permits < permits
+        entry.batch.permits < permits ||
+        entry.batch.denied(now, permits)
       ) {
         return undefined;
       }

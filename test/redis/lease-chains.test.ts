@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
-import { fixedWindow, slidingWindow } from '../../src/index.ts';
+import { fixedWindow, slidingWindow, tokenBucket } from '../../src/index.ts';
 import type { Lease } from '../../src/limiters/lease.ts';
 import type { Engine } from '../../src/redis/engine.ts';
 import { type RedisStore, redisStore } from '../../src/redis/index.ts';
@@ -113,6 +113,26 @@ test('a chain of leased windows decides from warm batches with no request, all o
   last.refund();
   assert.deepEqual([free(store, aKey), free(store, bKey)], [held[0] - held[1] + 1, 1]);
   assert.deepEqual(ops.slice(mark), []);
+});
+
+test('a chain of leased token buckets decides from warm batches with no request', async () => {
+  clock.set(0);
+  const spec = () => tokenBucket({ tokenLimit: 10_000, tokensPerPeriod: 1, period: 1000 });
+  const a = store.limiter(spec(), { name: uniqueName(), hashTag: 'lc', leases: true });
+  const b = store.limiter(spec(), { name: uniqueName(), hashTag: 'lc', leases: true });
+  // Warm until both batches hold a few tokens (a bucket's batch is sized within 1 % of tokenLimit).
+  const held = () => Math.min(free(store, keyOf(a)), free(store, keyOf(b)));
+  for (let i = 0; i < 300 && held() < 3; i++) {
+    clock.advance(1);
+    await a.tryAcquire();
+    await b.tryAcquire();
+  }
+  const n = held();
+  assert.ok(n >= 2, `batches hold ${n}`);
+  const start = ops.length;
+  for (let i = 0; i < n; i++) assert.equal((await store.chain(a, b).tryAcquire()).granted, true);
+  assert.deepEqual(ops.slice(start), []);
+  assert.equal(Math.min(free(store, keyOf(a)), free(store, keyOf(b))), 0);
 });
 
 test('a chain with a member not leased, or whose batch ended with its window, asks Redis', async () => {
