@@ -156,7 +156,7 @@ export class Engine implements DecisionHost {
     blockedFirst: boolean,
     asLease: boolean,
   ): Promise<Decided | Lease> {
-    // A lone leased member decides from its batch (a chain, or a request behind local waiters, asks Redis);
+    // A lone leased member decides from its batch (a request behind local waiters asks Redis);
     // with `leases: 'auto'`, while this process decides its key often. A probe (0 permits) asks Redis.
     if (binding.members.length === 1 && !blockedFirst && permits > 0) {
       const m = binding.members[0];
@@ -165,6 +165,11 @@ export class Engine implements DecisionHost {
           return this.permitLeases.decide(binding, op, permits, reason, asLease);
         return this.leases.decide(binding, op, permits, reason, asLease);
       }
+    }
+    // A chain whose members are all leased windows or buckets: from their batches when each holds the permits.
+    if (binding.chain && !blockedFirst && permits > 0 && binding.members.every(leasable)) {
+      const local = this.leases.chain(binding, permits, asLease);
+      if (local !== undefined) return Promise.resolve(local);
     }
     const cacheKey = this.options.cacheBlocked ? binding.members.map((m) => m.key).join('\n') : '';
     if (cacheKey !== '') {
@@ -440,4 +445,12 @@ export class Engine implements DecisionHost {
       )
       .catch(() => {});
   }
+}
+
+/**
+ * Whether a chain's member may be decided from this process's batch: leased (`true`, or `'auto'` while its key
+ * holds a batch here), time-based, and without priority classes (a batch is taken for the whole limit).
+ */
+function leasable(m: BoundMember): boolean {
+  return m.leased !== false && m.spec.algorithm.timeBased && m.spec.algorithm.ceiling === undefined;
 }

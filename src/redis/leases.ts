@@ -2,7 +2,7 @@ import { Lease } from '../limiters/lease.ts';
 import { BATCH_TARGET_MS, Batch } from './batch.ts';
 import type { Binding, BoundMember, Decided } from './binding.ts';
 import { encodeRequest, type MemberCall } from './protocol.ts';
-import { RedisRefundableLease, type SettleSender } from './refund.ts';
+import { RedisChainLease, RedisRefundableLease, type SettleSender } from './refund.ts';
 import type { Request, StoreUnavailableError } from './request.ts';
 
 /** What the leases need of the engine (the engine, without importing it). */
@@ -146,7 +146,54 @@ export class Leases {
     return this.granted(entry, w, w.permits, now);
   }
 
+  /**
+   * A chain decided from its members' batches, all or nothing: when every member's key has a live batch here
+   * (taken by that member's own decisions, no take in flight, no cached rejection for `permits`) holding
+   * `permits`, each spends them and the chain is granted as Redis would grant it; else undefined, nothing is
+   * spent, and the chain asks Redis. It never over-admits: each permit spent was counted by Redis in its member's
+   * window (segment, bucket) when its batch was taken.
+   */
+  chain(binding: Binding, permits: number, asLease: boolean): Decided | Lease | undefined {
+    const members = binding.members;
+    const now = this.host.clock();
+    const entries: Entry[] = new Array(members.length);
+    for (let i = 0; i < members.length; i++) {
+      const m = members[i];
+      const entry = this.entries.get(m.key);
+      if (
+        entry === undefined ||
+        entry.member.spec !== m.spec ||
+        entry.waiting !== undefined ||
+        now >= entry.batch.endsAt ||
+        entry.batch.permits < permits ||
+        entry.batch.denied(now, permits)
+      ) {
+        return undefined;
+      }
+      // One key twice in a chain spends twice from one batch: Redis decides it.
+      for (let j = 0; j < i; j++) if (entries[j] === entry) return undefined;
+      entries[i] = entry;
+    }
+    const leases: Lease[] = new Array(entries.length);
+    let decisive = 0;
+    for (let i = 0; i < entries.length; i++) {
+      entries[i].batch.spend(permits, now);
+      leases[i] = this.grant(entries[i], permits, now);
+      // As the script's answer: the member with the least left shows its fields (the first, on a tie).
+      if (leases[i].remaining < leases[decisive].remaining) decisive = i;
+    }
+    this.startSweeper();
+    const lease = new RedisChainLease(leases[decisive], leases, this.host.settle);
+    return asLease ? lease : { lease, blocked: -1, local: false };
+  }
+
   private granted(entry: Entry, w: Waiter, permits: number, now: number): Decided | Lease {
+    const lease = this.grant(entry, permits, now);
+    return w.asLease ? lease : { lease, blocked: -1, local: false };
+  }
+
+  /** A grant of `permits` (0: a probe) spent from `entry`'s batch: refundable into it while it lives. */
+  private grant(entry: Entry, permits: number, now: number): Lease {
     const m = entry.member;
     const batch = entry.batch;
     const limit = m.spec.algorithm.limit;
@@ -177,7 +224,7 @@ export class Leases {
         this.host.settle,
       );
     }
-    return w.asLease ? lease : { lease, blocked: -1, local: false };
+    return lease;
   }
 
   private rejected(entry: Entry, w: Waiter, retryAfterMs: number, now: number): Decided | Lease {
