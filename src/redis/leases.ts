@@ -333,12 +333,7 @@ export class Leases {
 
   /** The take failed or was late: every waiting decision gets `onUnavailable`'s answer. */
   private failed(entry: Entry, error: StoreUnavailableError): void {
-    const waiting = entry.waiting ?? [];
-    entry.waiting = undefined;
-    for (const w of waiting) {
-      const lease = this.host.unavailable(entry.binding, w.permits, error);
-      w.resolve(w.asLease ? lease : { lease, blocked: -1, local: true });
-    }
+    failWaiting(this.host, entry, error);
   }
 
   /** A local grant refunded: into the batch while it is live, else given back to its window (segment). */
@@ -460,4 +455,21 @@ function holdersKey(m: BoundMember): string | undefined {
   if (!isBucket(m)) return undefined;
   const i = m.key.indexOf('{');
   return `${m.key.slice(0, i)}\n${m.key.slice(i)}`;
+}
+
+/**
+ * A take failed or was late: every decision waiting on `entry` gets `onUnavailable`'s answer (batches and
+ * permit leases alike).
+ */
+export function failWaiting(
+  host: LeaseHost,
+  entry: { readonly binding: Binding; waiting: Waiter[] | undefined },
+  error: StoreUnavailableError,
+): void {
+  const waiting = entry.waiting ?? [];
+  entry.waiting = undefined;
+  for (const w of waiting) {
+    const lease = host.unavailable(entry.binding, w.permits, error);
+    w.resolve(w.asLease ? lease : { lease, blocked: -1, local: true });
+  }
 }

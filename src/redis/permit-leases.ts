@@ -1,7 +1,7 @@
 import { HeldLease, Lease } from '../limiters/lease.ts';
 import { BATCH_TARGET_MS } from './batch.ts';
 import type { Binding, Decided } from './binding.ts';
-import { type LeaseHost, noop, type Waiter } from './leases.ts';
+import { failWaiting, type LeaseHost, noop, type Waiter } from './leases.ts';
 import type { StoreUnavailableError } from './request.ts';
 
 /** One leased concurrency key in this process: the permits its entry in Redis holds, and those in use here. */
@@ -223,12 +223,7 @@ export class PermitLeases {
   }
 
   private failed(entry: Entry, error: StoreUnavailableError): void {
-    const waiting = entry.waiting ?? [];
-    entry.waiting = undefined;
-    for (const w of waiting) {
-      const lease = this.host.unavailable(entry.binding, w.permits, error);
-      w.resolve(w.asLease ? lease : { lease, blocked: -1, local: true });
-    }
+    failWaiting(this.host, entry, error);
   }
 
   private startSweeper(): void {
