@@ -378,7 +378,7 @@ export class ChainLimiter<R = void> implements MemoryLimiter {
         asked,
       );
       if (isAnswer(bound)) return bound;
-      checkPermits(asked, bound.core.algorithm.limit);
+      checkPermits(asked, bound.core.algorithm.limit, bound.core.options.overdraw);
       binding[i] = bound;
     }
     return binding;

@@ -28,6 +28,8 @@ export interface CoreOptions {
   readonly clock: Clock;
   /** What one permit is, when not a request (see `TimeOptions.unit`). */
   readonly unit?: string;
+  /** Whether a request may ask for more than the limit (see `TimeOptions.overdraw`); absent: it may not. */
+  readonly overdraw?: true;
 }
 
 /**
@@ -38,7 +40,8 @@ export const LIMIT_CHANGES = { count: 0 };
 
 /** What identifies a limiter's settings: two specs with equal signatures decide alike and may share storage. */
 export function signatureOf(algorithm: Algorithm, options: CoreOptions): string {
-  return `${algorithm.signature}|q${options.queueLimit}:${options.queueOrder}:${options.countRejected ? 1 : 0}`;
+  const base = `${algorithm.signature}|q${options.queueLimit}:${options.queueOrder}:${options.countRejected ? 1 : 0}`;
+  return options.overdraw === true ? `${base}:o` : base;
 }
 
 /** A queued acquisition. `admit`, when set, takes over the grant (a chain checks its other members). */
@@ -222,8 +225,22 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     const o = slot * this.algorithm.width;
     const s = this.table.states;
     this.algorithm.advance(s, o, now);
-    if (this.algorithm.available(s, o) < (permits === 0 ? 1 : permits)) return false;
+    if (this.algorithm.available(s, o) < (permits === 0 ? 1 : permits)) {
+      return this.options.overdraw === true && this.canOverdraw(slot, permits, rank);
+    }
     return permits === 0 || this.waiting === 0 || this.mayPass(slot, rank);
+  }
+
+  /**
+   * {@link canGrant} of more permits than the limit (`overdraw`, out of line): granted when the whole limit is
+   * available — nothing counted in the window, a full bucket — and nobody it must not pass waits. The state was
+   * advanced by `canGrant`.
+   */
+  private canOverdraw(slot: number, permits: number, rank: number): boolean {
+    const limit = this.algorithm.limit;
+    if (permits <= limit) return false;
+    if (this.algorithm.available(this.table.states, slot * this.algorithm.width) < limit) return false;
+    return this.waiting === 0 || this.mayPass(slot, rank);
   }
 
   /** Whether a new arrival of class `rank` may pass the waiters of `slot` (out of line: rarely anyone waits). */
@@ -359,7 +376,8 @@ export class LimiterCore implements PermitOwner, RefundOwner {
       this.rejected++;
       if (this.options.countRejected === true) algorithm.take(s, o, permits);
     }
-    const retry = algorithm.retryAfter(s, o, now, permits === 0 ? 1 : permits);
+    // An overdraw waits for the whole limit to be free.
+    const retry = algorithm.retryAfter(s, o, now, permits === 0 ? 1 : Math.min(permits, algorithm.limit));
     const reset = algorithm.resetAfter(s, o, now);
     return Lease.refused(
       reason,
@@ -374,7 +392,8 @@ export class LimiterCore implements PermitOwner, RefundOwner {
 
   /** Milliseconds until `permits` could be granted in `slot` (NaN when unknown: concurrency). */
   retryAfter(slot: number, permits: number, now: number): number {
-    return this.algorithm.retryAfter(this.table.states, slot * this.algorithm.width, now, permits || 1);
+    const algorithm = this.algorithm;
+    return algorithm.retryAfter(this.table.states, slot * algorithm.width, now, Math.min(permits || 1, algorithm.limit));
   }
 
   /**
@@ -430,8 +449,8 @@ export class LimiterCore implements PermitOwner, RefundOwner {
   enqueue(slot: number, waiter: CoreWaiter, now: number): boolean {
     const limit = this.options.queueLimit;
     const need = waiter.permits === 0 ? 1 : waiter.permits;
-    // More than the limit (lowered since a chain's waiter was checked) could never be served.
-    if (need > limit || waiter.permits > this.algorithm.limit) return false;
+    // More than the limit (lowered since a chain's waiter was checked) could never be served, but by overdraw.
+    if (need > limit || (waiter.permits > this.algorithm.limit && this.options.overdraw !== true)) return false;
     let queue = this.queues.get(slot);
     if (queue && queue.permits + waiter.permits > limit) {
       const evictable = queue.permitsBelow(waiter.rank, this.newestFirst);
@@ -485,7 +504,8 @@ export class LimiterCore implements PermitOwner, RefundOwner {
       if (!waiter) break;
       const o = slot * algorithm.width;
       algorithm.advance(this.table.states, o, now);
-      const need = waiter.permits === 0 ? 1 : waiter.permits;
+      // An overdraw (more than the limit) is served once the whole limit is available.
+      const need = waiter.permits === 0 ? 1 : Math.min(waiter.permits, algorithm.limit);
       if (algorithm.available(this.table.states, o) < need || !this.admits(slot, need, waiter.rank)) break;
       if (waiter.admit) {
         waiter.admit(this, slot, now);
@@ -524,7 +544,7 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     for (const queue of [...this.queues.values()]) {
       for (let w = queue.head; w !== undefined; ) {
         const after = w.next as CoreWaiter | undefined;
-        if (w.permits > next.limit) {
+        if (w.permits > next.limit && this.options.overdraw !== true) {
           this.unqueue(queue, w);
           settle(w);
           w.resolve(this.reject(queue.slot, w.permits, now, 'limit', undefined, w.key));
@@ -554,7 +574,8 @@ export class LimiterCore implements PermitOwner, RefundOwner {
         const waiter = this.newestFirst ? queue.newest() : queue.head;
         if (!waiter) continue;
         const o = queue.slot * algorithm.width;
-        const wait = algorithm.retryAfter(s, o, now, waiter.permits === 0 ? 1 : waiter.permits);
+        const need = waiter.permits === 0 ? 1 : Math.min(waiter.permits, algorithm.limit);
+        const wait = algorithm.retryAfter(s, o, now, need);
         if (now + wait < earliest) earliest = now + wait;
       }
     }

@@ -64,7 +64,8 @@ export interface MemorySlot {
  * charges any (all-or-nothing, in one synchronous step). `now` is read from `options.clock`.
  */
 export interface SlotCore {
-  readonly options: { readonly clock: Clock };
+  /** `overdraw`: whether a request may ask for more than the limit (see `TimeOptions.overdraw`). */
+  readonly options: { readonly clock: Clock; readonly overdraw?: boolean };
   /** The most permits one request may ask for. */
   readonly algorithm: { readonly limit: number };
   /** Whether `permits` could be granted in `slot` now (`rank`: the request's class, for cores with classes). */

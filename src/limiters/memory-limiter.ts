@@ -95,7 +95,7 @@ function decideOther(
   refundable: boolean,
   priority: Priority | undefined,
 ): Lease {
-  if (permits !== 1) checkPermits(permits, core.algorithm.limit);
+  if (permits !== 1) checkPermits(permits, core.algorithm.limit, core.options.overdraw);
   const rank = priority === undefined ? undefined : rankOf('priority', priority);
   const now = core.options.clock.now();
   if (core.tryAcquire !== undefined) return core.tryAcquire(slot, permits, now, refundable, rank, key);
@@ -112,7 +112,7 @@ function decideLater(
   signal: AbortSignal | undefined,
   priority: Priority | undefined,
 ): Promise<Lease> {
-  checkPermits(permits, core.algorithm.limit);
+  checkPermits(permits, core.algorithm.limit, core.options.overdraw);
   const rank = priority === undefined ? undefined : rankOf('priority', priority);
   if (core.acquire !== undefined) return core.acquire(slot, permits, signal, key, rank);
   if (signal?.aborted) return Promise.reject(signal.reason);
