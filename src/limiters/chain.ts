@@ -13,6 +13,7 @@ import {
   type MemorySlot,
   type SlotCore,
 } from './limiter.ts';
+import { sourceOf } from './memory-limiter.ts';
 import { checkPermits } from './options.ts';
 import { type Priority, rankOf } from './priority.ts';
 import type { AcquireOptions, Statistics } from './rate-limiter.ts';
@@ -378,7 +379,7 @@ export class ChainLimiter<R = void> implements MemoryLimiter {
         asked,
       );
       if (isAnswer(bound)) return bound;
-      checkPermits(asked, bound.core.algorithm.limit, bound.core.options.overdraw);
+      checkPermits(asked, bound.core.algorithm.limit, bound.core.options.overdraw, sourceOf(bound.core));
       binding[i] = bound;
     }
     return binding;

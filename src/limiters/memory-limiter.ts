@@ -95,7 +95,7 @@ function decideOther(
   refundable: boolean,
   priority: Priority | undefined,
 ): Lease {
-  if (permits !== 1) checkPermits(permits, core.algorithm.limit, core.options.overdraw);
+  if (permits !== 1) checkPermits(permits, core.algorithm.limit, core.options.overdraw, sourceOf(core));
   const rank = priority === undefined ? undefined : rankOf('priority', priority);
   const now = core.options.clock.now();
   if (core.tryAcquire !== undefined) return core.tryAcquire(slot, permits, now, refundable, rank, key);
@@ -112,7 +112,7 @@ function decideLater(
   signal: AbortSignal | undefined,
   priority: Priority | undefined,
 ): Promise<Lease> {
-  checkPermits(permits, core.algorithm.limit, core.options.overdraw);
+  checkPermits(permits, core.algorithm.limit, core.options.overdraw, sourceOf(core));
   const rank = priority === undefined ? undefined : rankOf('priority', priority);
   if (core.acquire !== undefined) return core.acquire(slot, permits, signal, key, rank);
   if (signal?.aborted) return Promise.reject(signal.reason);
@@ -120,4 +120,10 @@ function decideLater(
   if (core.canGrant(slot, permits, now, rank))
     return Promise.resolve(core.commit(slot, permits, now, true, key));
   return Promise.resolve(core.reject(slot, permits, now, 'limit', rank, key));
+}
+
+/** The limiter a core's leases name (a `LimiterCore`'s `source`), for the error of a request above its limit. */
+export function sourceOf(core: SlotCore): object | undefined {
+  const source = (core as { source?: unknown }).source;
+  return typeof source === 'object' && source !== null ? source : undefined;
 }

@@ -150,13 +150,13 @@ const UNIT = /^[A-Za-z][A-Za-z0-9-]{0,31}$/;
  * Checks the permits of one request against the limit: a programming error is a RangeError — an
  * {@link OverLimitError} when a whole number above the limit of a limiter that does not allow `overdraw`.
  */
-export function checkPermits(permits: number, limit: number, overdraw?: boolean): void {
+export function checkPermits(permits: number, limit: number, overdraw?: boolean, source?: object): void {
   if (!Number.isInteger(permits) || permits < 0 || permits > limit) {
     if (typeof permits !== 'number')
       throw new TypeError(`permits must be a whole number; got ${describe(permits)}`);
     if (Number.isInteger(permits) && permits > limit) {
       if (overdraw === true) return;
-      throw new OverLimitError(permits, limit);
+      throw new OverLimitError(permits, limit, source);
     }
     throw new RangeError(
       `permits must be a whole number from 0 to the limit (${limit}); got ${describe(permits)}`,
@@ -175,6 +175,8 @@ export class OverLimitError extends RangeError {
     readonly permits: number,
     /** The limit they exceed. */
     readonly limit: number,
+    /** The limiter whose limit it is, when known (a lease's `source`). */
+    readonly source?: object,
   ) {
     super(
       `permits must be a whole number from 0 to the limit (${limit}); got ${permits} (a limiter with overdraw: true grants more when its whole capacity is free)`,

@@ -346,7 +346,7 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
     }
     const code = this.map.get(key);
     const { algorithm, options } = code === undefined ? this.specOf(key) : this.cores[code & 255];
-    checkPermits(permits, algorithm.limit, options.overdraw);
+    checkPermits(permits, algorithm.limit, options.overdraw, this);
     const state = code === undefined ? undefined : this.cores[code & 255].inspect(code >>> 8, now);
     return Lease.rejected('locked', {
       retryAfterMs: until - now,
@@ -522,7 +522,7 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
   /** The lease of a new key turned away because the limiter is full. */
   private overflowLease(key: string, permits: number): Lease {
     const spec = this.specOf(key);
-    checkPermits(permits, spec.algorithm.limit, spec.options.overdraw);
+    checkPermits(permits, spec.algorithm.limit, spec.options.overdraw, this);
     const now = spec.options.clock.now();
     const wait = Math.max(0, this.noSweepBefore - now);
     return Lease.rejected('overflow', {

@@ -112,7 +112,7 @@ export class Engine implements DecisionHost {
   check(binding: Binding, permits: number): void {
     const members = binding.members;
     for (let i = 0; i < members.length; i++) {
-      checkPermits(ownPermits(binding, i, permits), members[i].spec.algorithm.limit);
+      checkPermits(ownPermits(binding, i, permits), members[i].spec.algorithm.limit, false, members[i].owner);
     }
     if (this.runner.cluster && binding.members.length > 1) {
       const slot = keySlot(binding.members[0].key);
