@@ -118,7 +118,30 @@ test('bad cost options and estimates: errors naming them', async () => {
     message: /cost.estimate\(\) must return a whole number ≥ 0; got -1/,
   });
   const huge = rateLimitedFetch({ limiter: budget(), cost: { estimate: () => 20_000 } });
-  await assert.rejects(huge(provider.url('/none')), { name: 'RangeError', message: /the limit \(10000\)/ });
+  await assert.rejects(huge(provider.url('/none')), {
+    name: 'RangeError',
+    message: /the call's cost estimate \(20000\) exceeds the limit \(10000\) of its limiter.*overdraw: true/,
+  });
+});
+
+test('an estimate above the limit: rejected at once (queued or not), or sent with overdraw: true', async () => {
+  const before = provider.hits.length;
+  for (const queueLimit of [0, 50_000]) {
+    const limiter = tokenBucket({ tokenLimit: 10_000, tokensPerPeriod: 1, period: hour, unit: 'tokens', queueLimit });
+    const api = rateLimitedFetch({ limiter, cost: { estimate: () => 20_000 } });
+    await assert.rejects(api(provider.url('/none')), /estimate \(20000\) exceeds the limit \(10000\)/);
+  }
+  assert.equal(provider.hits.length, before, 'nothing was sent');
+  const limiter = partitioned({
+    key: (origin: string) => origin,
+    limiter: tokenBucket({ tokenLimit: 10_000, tokensPerPeriod: 1, period: hour, unit: 'tokens', overdraw: true }),
+  });
+  const api = rateLimitedFetch({ limiter, onLimited: 'throw', cost: { estimate: () => 20_000 } });
+  assert.equal((await api(provider.url('/openai/json/230/70'))).status, 200);
+  assert.equal(provider.hits.length, before + 1);
+  // The bucket is 10 000 in debt now: the next big call is refused, it does not go.
+  await assert.rejects(api(provider.url('/openai/json/230/70')), { name: 'RateLimitedError' });
+  assert.equal(provider.hits.length, before + 1);
 });
 
 test('bad estimates reject the call before anything is sent: negative, fractional, non-finite, not a number', async () => {
