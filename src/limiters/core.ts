@@ -393,7 +393,12 @@ export class LimiterCore implements PermitOwner, RefundOwner {
   /** Milliseconds until `permits` could be granted in `slot` (NaN when unknown: concurrency). */
   retryAfter(slot: number, permits: number, now: number): number {
     const algorithm = this.algorithm;
-    return algorithm.retryAfter(this.table.states, slot * algorithm.width, now, Math.min(permits || 1, algorithm.limit));
+    return algorithm.retryAfter(
+      this.table.states,
+      slot * algorithm.width,
+      now,
+      Math.min(permits || 1, algorithm.limit),
+    );
   }
 
   /**
@@ -450,7 +455,8 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     const limit = this.options.queueLimit;
     const need = waiter.permits === 0 ? 1 : waiter.permits;
     // More than the limit (lowered since a chain's waiter was checked) could never be served, but by overdraw.
-    if (need > limit || (waiter.permits > this.algorithm.limit && this.options.overdraw !== true)) return false;
+    if (need > limit || (waiter.permits > this.algorithm.limit && this.options.overdraw !== true))
+      return false;
     let queue = this.queues.get(slot);
     if (queue && queue.permits + waiter.permits > limit) {
       const evictable = queue.permitsBelow(waiter.rank, this.newestFirst);

@@ -127,14 +127,26 @@ test('bad cost options and estimates: errors naming them', async () => {
 test('an estimate above the limit: rejected at once (queued or not), or sent with overdraw: true', async () => {
   const before = provider.hits.length;
   for (const queueLimit of [0, 50_000]) {
-    const limiter = tokenBucket({ tokenLimit: 10_000, tokensPerPeriod: 1, period: hour, unit: 'tokens', queueLimit });
+    const limiter = tokenBucket({
+      tokenLimit: 10_000,
+      tokensPerPeriod: 1,
+      period: hour,
+      unit: 'tokens',
+      queueLimit,
+    });
     const api = rateLimitedFetch({ limiter, cost: { estimate: () => 20_000 } });
     await assert.rejects(api(provider.url('/none')), /estimate \(20000\) exceeds the limit \(10000\)/);
   }
   assert.equal(provider.hits.length, before, 'nothing was sent');
   const limiter = partitioned({
     key: (origin: string) => origin,
-    limiter: tokenBucket({ tokenLimit: 10_000, tokensPerPeriod: 1, period: hour, unit: 'tokens', overdraw: true }),
+    limiter: tokenBucket({
+      tokenLimit: 10_000,
+      tokensPerPeriod: 1,
+      period: hour,
+      unit: 'tokens',
+      overdraw: true,
+    }),
   });
   const api = rateLimitedFetch({ limiter, onLimited: 'throw', cost: { estimate: () => 20_000 } });
   assert.equal((await api(provider.url('/openai/json/230/70'))).status, 200);

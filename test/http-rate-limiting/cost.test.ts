@@ -259,7 +259,11 @@ for (const name of Object.keys(adapters)) {
         assert.equal(requests.statistics().available, 10, 'the requests member is not charged either');
         // A route that may queue asks with acquire: the same answer, at once.
         assert.equal((await get(`${base}/queued`, { 'x-estimate': '101' })).status, 413);
-        assert.equal((await get(`${base}/chat`, { 'x-estimate': '100' })).status, 200, 'the whole budget fits');
+        assert.equal(
+          (await get(`${base}/chat`, { 'x-estimate': '100' })).status,
+          200,
+          'the whole budget fits',
+        );
         assert.deepEqual(seen, [
           ['too-large', 100, 413, 'endpoint', 'chat'],
           ['too-large', 100, 413, 'endpoint', 'queued'],
@@ -268,7 +272,13 @@ for (const name of Object.keys(adapters)) {
     });
 
     test('with overdraw: true an estimate over the limit is granted when the whole budget is free', async () => {
-      const limiter = fixedWindow({ permitLimit: 100, window: '1m', unit: 'tokens', clock: clock(), overdraw: true });
+      const limiter = fixedWindow({
+        permitLimit: 100,
+        window: '1m',
+        unit: 'tokens',
+        clock: clock(),
+        overdraw: true,
+      });
       const spec: AppSpec = {
         options: { policies: { chat: { limiter, cost: { estimate: estimateOf } } } },
         routes: [{ path: '/chat', limit: 'chat' }],

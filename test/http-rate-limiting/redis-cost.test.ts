@@ -76,7 +76,9 @@ for (const name of Object.keys(adapters)) {
       const c = await clients.ioredis(server.port);
       open.push(c);
       const store = redisStore({ client: c.client, timeoutMs: 2000 });
-      const requests = store.limiter(fixedWindow({ permitLimit: 3, window: '1h' }), { name: fresh('requests') });
+      const requests = store.limiter(fixedWindow({ permitLimit: 3, window: '1h' }), {
+        name: fresh('requests'),
+      });
       const tokens = store.limiter(fixedWindow({ permitLimit: 1000, window: '1h', unit: 'tokens' }), {
         name: fresh('tokens'),
       });

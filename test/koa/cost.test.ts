@@ -47,7 +47,9 @@ test('Koa: an estimate above the limit is a 413 through onRejected (reason too-l
   const budget = fixedWindow({ permitLimit: 100, window: '1m', unit: 'tokens', clock: clock() });
   const reasons: unknown[] = [];
   const limiter = rateLimiting({
-    policies: { chat: { limiter: budget, cost: { estimate: (ctx: Context) => Number(ctx.get('x-estimate')) } } },
+    policies: {
+      chat: { limiter: budget, cost: { estimate: (ctx: Context) => Number(ctx.get('x-estimate')) } },
+    },
     onRejected: (ctx) => {
       reasons.push(ctx.lease.reason);
     },

@@ -16,7 +16,10 @@ function frozen(start = 0) {
 describe('overdraw: a reservation larger than the limit', () => {
   test('without the option it is a RangeError naming the limit, on every entry point', async () => {
     const bucket = tokenBucket({ tokenLimit: 100, tokensPerPeriod: 10, period: 1000, queueLimit: 500 });
-    assert.throws(() => bucket.tryAcquire(101), { name: 'RangeError', message: /the limit \(100\); got 101/ });
+    assert.throws(() => bucket.tryAcquire(101), {
+      name: 'RangeError',
+      message: /the limit \(100\); got 101/,
+    });
     await assert.rejects(bucket.acquire(101), { name: 'RangeError', message: /the limit \(100\); got 101/ });
     const both = chain(bucket, fixedWindow({ permitLimit: 1000, window: 1000, overdraw: true }));
     assert.throws(() => both.tryAcquire(101), { name: 'RangeError', message: /the limit \(100\); got 101/ });
@@ -28,10 +31,10 @@ describe('overdraw: a reservation larger than the limit', () => {
       name: 'TypeError',
       message: /fixedWindow: overdraw must be a boolean; got "yes"/,
     });
-    assert.throws(
-      () => tokenBucket({ tokenLimit: 1, tokensPerPeriod: 1, period: 1, overdraw: 1 as never }),
-      { name: 'TypeError', message: /tokenBucket: overdraw must be a boolean/ },
-    );
+    assert.throws(() => tokenBucket({ tokenLimit: 1, tokensPerPeriod: 1, period: 1, overdraw: 1 as never }), {
+      name: 'TypeError',
+      message: /tokenBucket: overdraw must be a boolean/,
+    });
     assert.throws(() => concurrency({ permitLimit: 1, overdraw: true } as never), {
       name: 'TypeError',
       message: /overdraw/,
@@ -78,7 +81,13 @@ describe('overdraw: a reservation larger than the limit', () => {
 
   test('sliding window: the charge counts in its segment and leaves with it, one window later', () => {
     const clock = frozen();
-    const window = slidingWindow({ permitLimit: 100, window: 1000, segmentsPerWindow: 4, clock, overdraw: true });
+    const window = slidingWindow({
+      permitLimit: 100,
+      window: 1000,
+      segmentsPerWindow: 4,
+      clock,
+      overdraw: true,
+    });
     assert.equal(window.tryAcquire(300).granted, true);
     clock.set(750);
     assert.equal(window.tryAcquire(1).granted, false);
@@ -178,10 +187,10 @@ describe('overdraw: a reservation larger than the limit', () => {
     assert.equal(perKey.tryAcquire('b', 25).granted, true);
     assert.throws(
       () =>
-        partitioned({ key: (k: string) => k, limiter: fixedWindow({ permitLimit: 10, window: 1000 }) }).tryAcquire(
-          'a',
-          11,
-        ),
+        partitioned({
+          key: (k: string) => k,
+          limiter: fixedWindow({ permitLimit: 10, window: 1000 }),
+        }).tryAcquire('a', 11),
       RangeError,
     );
   });

@@ -196,7 +196,10 @@ test('a limiter with overdraw: true is refused by the Redis store at constructio
   const store = redisStore({ client: { evalsha() {}, eval() {} } as never });
   const over = tokenBucket({ tokenLimit: 10, tokensPerPeriod: 1, period: 1000, overdraw: true });
   const refused = /a Redis store does not run overdraw: true yet/;
-  assert.throws(() => store.limiter(over, { name: 'o' }), (e) => e instanceof TypeError && refused.test(e.message));
+  assert.throws(
+    () => store.limiter(over, { name: 'o' }),
+    (e) => e instanceof TypeError && refused.test(e.message),
+  );
   assert.throws(() => store.partitioned({ name: 'p', key: (k: string) => k, limiter: over }), refused);
 });
 
