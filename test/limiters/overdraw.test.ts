@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { chain, concurrency, fixedWindow, partitioned, slidingWindow, tokenBucket } from '../../src/index.ts';
+import {
+  chain,
+  concurrency,
+  fixedWindow,
+  type Lease,
+  partitioned,
+  type RejectionReason,
+  slidingWindow,
+  tokenBucket,
+} from '../../src/index.ts';
 import { flush, manualClock, track } from '../support/clock.ts';
 
 function frozen(start = 0) {
@@ -194,4 +203,19 @@ describe('overdraw: a reservation larger than the limit', () => {
       RangeError,
     );
   });
+});
+
+test('types: overdraw is a boolean of the time-based limiters; the rejection reason names too-large', () => {
+  const check = (lease: Lease) => {
+    tokenBucket({ tokenLimit: 1, tokensPerPeriod: 1, period: 1, overdraw: true });
+    slidingWindow({ permitLimit: 1, window: 1, segmentsPerWindow: 1, overdraw: false });
+    // @ts-expect-error overdraw is a boolean
+    fixedWindow({ permitLimit: 1, window: 1, overdraw: 'yes' });
+    // @ts-expect-error a concurrency limiter has no overdraw
+    concurrency({ permitLimit: 1, overdraw: true });
+    const reason: RejectionReason | undefined = lease.reason;
+    if (reason === 'too-large') return lease.limit;
+    return 0;
+  };
+  assert.equal(typeof check, 'function');
 });
