@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { jsonUsage, llmUsage, rateLimitedFetch, sseUsage } from '../../src/fetch/index.ts';
 import { concurrency, partitioned, tokenBucket } from '../../src/index.ts';
@@ -231,4 +233,30 @@ test('the undici interceptor takes a cost: the estimate reserved, settled from a
     name: 'TypeError',
     message: /rateLimitInterceptor: cost.estimate must be a function/,
   });
+});
+
+test('a call aborted while it waits for the provider budget charges nothing: it was never sent', async () => {
+  // Every answer says the provider has no tokens left for a minute: the next call is held after its grant.
+  const server = http.createServer((_req, res) => {
+    res.setHeader('x-ratelimit-limit-tokens', '1000');
+    res.setHeader('x-ratelimit-remaining-tokens', '0');
+    res.setHeader('x-ratelimit-reset-tokens', '60s');
+    res.end('{}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    const limiter = partitioned({ key: (o: string) => o, limiter: budget() });
+    const api = rateLimitedFetch({ limiter, cost: { estimate: () => 100 } });
+    await (await api(`${origin}/first`)).text();
+    assert.equal(limiter.statistics(origin).available, 9_900);
+    const abort = new AbortController();
+    const held = api(`${origin}/second`, { signal: abort.signal });
+    await eventually(() => limiter.statistics(origin).available === 9_800);
+    abort.abort();
+    await assert.rejects(held, { name: 'AbortError' });
+    assert.equal(limiter.statistics(origin).available, 9_900, 'its estimate came back');
+  } finally {
+    server.close();
+  }
 });

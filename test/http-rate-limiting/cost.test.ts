@@ -190,6 +190,38 @@ for (const name of Object.keys(adapters)) {
       });
     });
 
+    test('a client that goes away while its estimate waits in the queue is charged nothing', async () => {
+      let t = 0;
+      const limiter = tokenBucket({
+        tokenLimit: 100,
+        tokensPerPeriod: 100,
+        period: '1m',
+        queueLimit: 500,
+        unit: 'tokens',
+        clock: { now: () => t },
+      });
+      const spec: AppSpec = {
+        options: { policies: { chat: { limiter, cost: { estimate: estimateOf } } } },
+        routes: [{ path: '/chat', limit: 'chat' }],
+      };
+      await withApp(name, spec, async (base) => {
+        assert.equal((await get(`${base}/chat`, { 'x-estimate': '100' })).status, 200);
+        const request = http.get(`${base}/chat`, { headers: { 'x-estimate': '30' } });
+        request.on('error', () => {});
+        for (let i = 0; i < 10_000 && limiter.statistics().queued !== 30; i++) {
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        assert.equal(limiter.statistics().queued, 30, 'it waits');
+        request.destroy();
+        for (let i = 0; i < 10_000 && limiter.statistics().queued !== 0; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 1));
+        }
+        assert.equal(limiter.statistics().queued, 0, 'it left the queue');
+        t = 60_000;
+        assert.equal(limiter.statistics().available, 100, 'and nothing was charged when the bucket refilled');
+      });
+    });
+
     test('with a refund rule: a settled cost stands, an unsettled estimate is given back', async () => {
       const limiter = tokens();
       const spec: AppSpec = {
