@@ -214,14 +214,16 @@ export class Gate {
       }
       const ticket = this.budgets?.enter(key, tokens);
       // Refused or aborted while held, the call was never sent: its permits come back (a concurrency lease's by
-      // its release), its estimate with them.
+      // its release, a window's or bucket's by a refund), its estimate with them.
       try {
         const refusal = await this.hold(key, ticket, signal, pausedFor);
         if (refusal) {
+          lease.release();
           lease.refund();
           return refusal;
         }
       } catch (error) {
+        lease.release();
         lease.refund();
         throw error;
       }
