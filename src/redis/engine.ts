@@ -112,7 +112,8 @@ export class Engine implements DecisionHost {
   check(binding: Binding, permits: number): void {
     const members = binding.members;
     for (let i = 0; i < members.length; i++) {
-      checkPermits(ownPermits(binding, i, permits), members[i].spec.algorithm.limit, false, members[i].owner);
+      const { spec, owner } = members[i];
+      checkPermits(ownPermits(binding, i, permits), spec.algorithm.limit, spec.options.overdraw, owner);
     }
     if (this.runner.cluster && binding.members.length > 1) {
       const slot = keySlot(binding.members[0].key);
@@ -160,14 +161,21 @@ export class Engine implements DecisionHost {
     // with `leases: 'auto'`, while this process decides its key often. A probe (0 permits) asks Redis.
     if (binding.members.length === 1 && !blockedFirst && permits > 0) {
       const m = binding.members[0];
-      if (m.leased === true || (m.leased === 'auto' && this.leasePolicy.leased(m.key))) {
+      // An overdraw (more than the limit) is decided by Redis, whose state says whether the whole limit is free.
+      const leased = m.leased === true || (m.leased === 'auto' && this.leasePolicy.leased(m.key));
+      if (leased && permits <= m.spec.algorithm.limit) {
         if (!m.spec.algorithm.timeBased)
           return this.permitLeases.decide(binding, op, permits, reason, asLease);
         return this.leases.decide(binding, op, permits, reason, asLease);
       }
     }
     // A chain whose members are all leased windows or buckets: from their batches when each holds the permits.
-    if (binding.chain && !blockedFirst && permits > 0 && binding.members.every(leasable)) {
+    if (
+      binding.chain &&
+      !blockedFirst &&
+      permits > 0 &&
+      binding.members.every((_m, i) => leasable(binding, i, permits))
+    ) {
       const local = this.leases.chain(binding, permits, asLease);
       if (local !== undefined) return Promise.resolve(local);
     }
@@ -363,7 +371,7 @@ export class Engine implements DecisionHost {
     let text = this.specTexts.get(spec);
     if (text === undefined) {
       const o = this.options;
-      text = specText(spec.algorithm, spec.options.countRejected, o.ttlPadMs, o.leaseTtlMs);
+      text = specText(spec.algorithm, spec.options, o.ttlPadMs, o.leaseTtlMs);
       this.specTexts.set(spec, text);
     }
     // Most decisions in a row are for the same limiter: spared a WeakMap lookup.
@@ -382,7 +390,7 @@ export class Engine implements DecisionHost {
     let text = texts.get(ceiling);
     if (text === undefined) {
       const o = this.options;
-      text = specText(spec.algorithm, spec.options.countRejected, o.ttlPadMs, o.leaseTtlMs, ceiling);
+      text = specText(spec.algorithm, spec.options, o.ttlPadMs, o.leaseTtlMs, ceiling);
       texts.set(ceiling, text);
     }
     return text;
@@ -451,6 +459,13 @@ export class Engine implements DecisionHost {
  * Whether a chain's member may be decided from this process's batch: leased (`true`, or `'auto'` while its key
  * holds a batch here), time-based, and without priority classes (a batch is taken for the whole limit).
  */
-function leasable(m: BoundMember): boolean {
-  return m.leased !== false && m.spec.algorithm.timeBased && m.spec.algorithm.ceiling === undefined;
+/** Whether member `i` of `binding` may decide `permits` from its batch: an overdraw goes to Redis. */
+function leasable(binding: Binding, i: number, permits: number): boolean {
+  const m = binding.members[i];
+  return (
+    m.leased !== false &&
+    m.spec.algorithm.timeBased &&
+    m.spec.algorithm.ceiling === undefined &&
+    ownPermits(binding, i, permits) <= m.spec.algorithm.limit
+  );
 }

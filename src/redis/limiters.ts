@@ -463,11 +463,6 @@ export function checkSpec(where: string, spec: unknown): asserts spec is Limiter
       `${where}: a Redis store cannot run algorithm ${JSON.stringify(s.algorithm.kind)}${adaptive}; it runs fixedWindow(...), slidingWindow(...), tokenBucket(...) and concurrency(...), and a limiter of your own in memory only`,
     );
   }
-  if (s.options?.overdraw === true) {
-    throw new TypeError(
-      `${where}: a Redis store does not run overdraw: true yet (a reservation above the limit); decide that limiter in memory, or leave overdraw off`,
-    );
-  }
   // Sent with every call as they are now: a later setLimit on them could not reach Redis.
   s.freeze?.(where);
 }

@@ -192,17 +192,6 @@ test('a spec whose algorithm Redis has no script for is a TypeError at construct
   await assert.rejects(tiers.tryAcquire('k'), /store.partitioned: limiter\("k"\): a Redis store cannot run/);
 });
 
-test('a limiter with overdraw: true is refused by the Redis store at construction (not run there yet)', () => {
-  const store = redisStore({ client: { evalsha() {}, eval() {} } as never });
-  const over = tokenBucket({ tokenLimit: 10, tokensPerPeriod: 1, period: 1000, overdraw: true });
-  const refused = /a Redis store does not run overdraw: true yet/;
-  assert.throws(
-    () => store.limiter(over, { name: 'o' }),
-    (e) => e instanceof TypeError && refused.test(e.message),
-  );
-  assert.throws(() => store.partitioned({ name: 'p', key: (k: string) => k, limiter: over }), refused);
-});
-
 test('tiers per key, and the optional blocked cache answers a rejected key locally until it may pass', async () => {
   const c = await clients.ioredis(server.port);
   let calls = 0;
