@@ -76,6 +76,8 @@ export class LimiterCore implements PermitOwner, RefundOwner {
   source: object | undefined;
   private readonly queues = new Map<number, WaitQueue<CoreWaiter>>();
   private readonly newestFirst: boolean;
+  /** `options.overdraw`, read where a request is short of permits (one load less than through `options`). */
+  private readonly overdraw: boolean;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private timerAt = Number.POSITIVE_INFINITY;
 
@@ -87,6 +89,7 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     this.table = new MemoryTable(algorithm.width);
     this.signature = signatureOf(algorithm, options);
     this.newestFirst = options.queueOrder === 'newest-first';
+    this.overdraw = options.overdraw === true;
   }
 
   /** Takes a slot and writes a fresh state anchored at `now`. */
@@ -226,7 +229,7 @@ export class LimiterCore implements PermitOwner, RefundOwner {
     const s = this.table.states;
     this.algorithm.advance(s, o, now);
     if (this.algorithm.available(s, o) < (permits === 0 ? 1 : permits)) {
-      return this.options.overdraw === true && this.canOverdraw(slot, permits, rank);
+      return this.overdraw && this.canOverdraw(slot, permits, rank);
     }
     return permits === 0 || this.waiting === 0 || this.mayPass(slot, rank);
   }
@@ -377,7 +380,7 @@ export class LimiterCore implements PermitOwner, RefundOwner {
       if (this.options.countRejected === true) algorithm.take(s, o, permits);
     }
     // An overdraw waits for the whole limit to be free.
-    const retry = algorithm.retryAfter(s, o, now, permits === 0 ? 1 : Math.min(permits, algorithm.limit));
+    const retry = algorithm.retryAfter(s, o, now, permits > algorithm.limit ? algorithm.limit : permits || 1);
     const reset = algorithm.resetAfter(s, o, now);
     return Lease.refused(
       reason,
