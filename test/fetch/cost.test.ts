@@ -229,6 +229,20 @@ test('the undici interceptor takes a cost: the estimate reserved, settled from a
   } finally {
     await agent.close();
   }
+  // An estimate above the limit: the request fails at once, nothing sent.
+  const huge = new Agent().compose(
+    rateLimitInterceptor({ limiter: budget(), cost: { estimate: () => 20_000 } }),
+  );
+  const hits = provider.hits.length;
+  try {
+    await assert.rejects(request(provider.url('/none'), { dispatcher: huge }), {
+      name: 'RangeError',
+      message: /cost estimate \(20000\) exceeds the limit \(10000\)/,
+    });
+    assert.equal(provider.hits.length, hits);
+  } finally {
+    await huge.close();
+  }
   assert.throws(() => rateLimitInterceptor({ limiter: budget(), cost: { estimate: 3 } as never }), {
     name: 'TypeError',
     message: /rateLimitInterceptor: cost.estimate must be a function/,

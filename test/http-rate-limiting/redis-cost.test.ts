@@ -102,5 +102,23 @@ for (const name of Object.keys(adapters)) {
         assert.equal((await requests.tryAcquire(0)).remaining, 3);
       });
     });
+
+    test('with overdraw: true on Redis, an estimate above the limit goes through while the budget is whole', async () => {
+      const c = await clients.ioredis(server.port);
+      open.push(c);
+      const store = redisStore({ client: c.client, timeoutMs: 2000 });
+      const tokens = store.limiter(
+        fixedWindow({ permitLimit: 1000, window: '1h', unit: 'tokens', overdraw: true }),
+        { name: fresh('tokens') },
+      );
+      const spec: AppSpec = {
+        options: { policies: { chat: { limiter: tokens, cost: { estimate: () => 1500 } } } },
+        routes: [{ path: '/chat', limit: 'chat' }],
+      };
+      await withApp(name, spec, async (base) => {
+        assert.equal((await get(`${base}/chat`)).status, 200);
+        assert.equal((await get(`${base}/chat`)).status, 429, '500 tokens of debt');
+      });
+    });
   });
 }
