@@ -44,6 +44,9 @@ const MAX_PARTITIONS = 4_000_000; // slot numbers must fit in 22 bits of a small
 const MAX_SPECS = 256;
 const FIRST_SWEEP = 1024;
 
+/** {@link PartitionedLimiter}'s last key while there is none. */
+const NO_KEY = Symbol('no key');
+
 /** A partition's code: `slot << 8 | spec index`, or this when the limiter is full and `overflow` is `'reject'`. */
 const REJECTED = -1;
 
@@ -78,7 +81,8 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
   private releasesAtSweep = 0;
   // The last key seen and its partition: a client sending a burst (or an attacker on one key) skips the hash
   // lookup. Cleared whenever a partition is dropped.
-  private lastKey: string | undefined;
+  // NO_KEY, never a key function's answer, while none is: a key that is not a string never matches.
+  private lastKey: string | typeof NO_KEY = NO_KEY;
   private lastCode = 0;
   // Keys locked by `lock(key, duration)` and when each lock ends (clock ms). Undefined while none is, so a
   // decision pays one field read for locks and a partition no byte.
@@ -145,7 +149,13 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
    * past waiters of a higher class in the partition's queue (an `adaptiveConcurrency()` one also sheds by class).
    */
   tryAcquire(resource: R, permits = 1, priority?: Priority): Lease {
-    return this.tryAcquireFor(keyFor(this, resource), permits, true, priority);
+    const key = keyFor(this, resource);
+    // The commonest call — the key decided last (a client's burst, an attacker's key), one permit, no class, no
+    // lock — goes straight to its core's one-permit step, small enough to be inlined whole into the caller.
+    if (key === this.lastKey && permits === 1 && priority === undefined && this.locks === undefined) {
+      return this.cores[this.lastCode & 255].decideOne(this.lastCode >>> 8, key);
+    }
+    return this.tryAcquireFor(key, permits, true, priority);
   }
 
   /**
@@ -391,7 +401,7 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
     const slot = code >>> 8;
     this.map.delete(key);
     this.cores[index].free(slot);
-    this.lastKey = undefined;
+    this.lastKey = NO_KEY;
   }
 
   /** The partition of `key` as `slot << 8 | spec index`, created if new; `REJECTED` when full. */
@@ -491,7 +501,7 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
   }
 
   private sweep(now: number): void {
-    this.lastKey = undefined;
+    this.lastKey = NO_KEY;
     const waits: number[] = [];
     // The map is walked (deleting while iterating is allowed): no slot-to-key column, which cost 8-12 bytes a
     // partition, is kept for sweeps alone.
