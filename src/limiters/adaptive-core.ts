@@ -182,11 +182,6 @@ export class AdaptiveCore extends LimiterCore {
     return this.tryAcquireClass(slot, permits, rank, now, key);
   }
 
-  /** Through {@link tryAcquireClass}: the class, the brake and the learned limit decide. */
-  override decideOne(slot: number, key: string | undefined): Lease {
-    return this.tryAcquireClass(slot, 1, DEFAULT_RANK, this.options.clock.now(), key);
-  }
-
   /** Decides now for class `rank`, never waits. */
   tryAcquireClass(slot: number, permits: number, rank: number, now: number, key?: string): Lease {
     if (this.braking(rank)) return this.rejectClass(slot, permits, rank, now, 'event-loop', key);

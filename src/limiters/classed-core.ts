@@ -1,6 +1,5 @@
 import type { Concurrency } from '../algorithms/concurrency.ts';
 import { LimiterCore } from './core.ts';
-import type { Lease } from './lease.ts';
 import { DEFAULT_RANK } from './priority.ts';
 
 /**
@@ -14,11 +13,6 @@ export class ClassedCore extends LimiterCore {
 
   override canGrant(slot: number, permits: number, now: number, rank = DEFAULT_RANK): boolean {
     return super.canGrant(slot, permits, now, rank) && this.admits(slot, permits === 0 ? 1 : permits, rank);
-  }
-
-  /** Through {@link canGrant}: the shares decide. */
-  override decideOne(slot: number, key: string | undefined): Lease {
-    return this.tryAcquire(slot, 1, this.options.clock.now(), true, DEFAULT_RANK, key);
   }
 
   protected override admits(slot: number, need: number, rank: number): boolean {
