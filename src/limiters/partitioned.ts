@@ -152,10 +152,11 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
     const key = keyFor(this, resource);
     // The commonest call — the key decided last (a client's burst, an attacker's key), one permit, no class, no
     // lock — goes straight to its core's one-permit step, small enough to be inlined whole into the caller.
-    if (key === this.lastKey && permits === 1 && priority === undefined && this.locks === undefined) {
-      return this.cores[this.lastCode & 255].decideOne(this.lastCode >>> 8, key);
+    if (permits !== 1 || priority !== undefined || this.locks !== undefined) {
+      return this.tryAcquireFor(key, permits, true, priority);
     }
-    return this.tryAcquireFor(key, permits, true, priority);
+    if (key === this.lastKey) return this.cores[this.lastCode & 255].decideOne(this.lastCode >>> 8, key);
+    return this.decideOneFor(key);
   }
 
   /**
@@ -175,6 +176,13 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
     const code = this.codeOf(key as string);
     if (code === REJECTED) return this.overflowLease(key as string, permits);
     return decideNow(this.cores[code & 255], code >>> 8, key, permits, refundable, priority);
+  }
+
+  /** {@link tryAcquire} of one permit for a key other than the last (out of line: the inlining budget). */
+  private decideOneFor(key: string): Lease {
+    const code = this.lookUp(key);
+    if (code === REJECTED) return this.overflowLease(key, 1);
+    return this.cores[code & 255].decideOne(code >>> 8, key);
   }
 
   /**
@@ -406,10 +414,16 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
 
   /** The partition of `key` as `slot << 8 | spec index`, created if new; `REJECTED` when full. */
   private codeOf(key: string): number {
-    // The type first: a key that is not a string (a header the client did not send) must never meet the cache,
-    // whose empty state would otherwise hand it the partition of whoever was decided last.
-    if (typeof key !== 'string') throw notAString(key);
+    // The cache holds a string or NO_KEY: a key that is not a string (a header the client did not send) never
+    // matches it, so it can never be handed the partition of whoever was decided last; lookUp refuses it.
     if (key === this.lastKey) return this.lastCode;
+    return this.lookUp(key);
+  }
+
+  /** {@link codeOf} of a key other than the last one. */
+  private lookUp(key: string): number {
+    // The type first: a key that is not a string (a header the client did not send) must never be stored.
+    if (typeof key !== 'string') throw notAString(key);
     const code = this.map.get(key);
     if (code === undefined) return this.create(key);
     this.lastKey = key;
