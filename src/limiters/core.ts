@@ -5,6 +5,7 @@ import {
   HeldLease,
   Lease,
   type PermitOwner,
+  RefundableLease,
   type RefundOwner,
   type RejectionReason,
   type ReleaseOutcome,
@@ -401,6 +402,54 @@ export class LimiterCore implements PermitOwner, RefundOwner {
       slot * algorithm.width,
       now,
       Math.min(permits || 1, algorithm.limit),
+    );
+  }
+
+  /**
+   * {@link tryAcquire} of one refundable permit of the default class, the clock read here: the decision nearly
+   * every caller makes (`tryAcquire()`, `tryAcquire(key)`), in one method small enough for the optimising
+   * compiler to inline canGrant, commit and reject's work whole (`npm run bench:instructions`, 6 December 2026:
+   * a hot-key grant ~190 instructions fewer than through `tryAcquire`, a rejection ~320 fewer). Waiters and
+   * concurrency states (adaptive, with classes) go through {@link tryAcquire}, so both answer alike. A
+   * time-based core whose `canGrant`, `commit` or `reject` differs (a lockout's) overrides it.
+   */
+  decideOne(slot: number, key: string | undefined): Lease {
+    const algorithm = this.algorithm;
+    if (algorithm.timeBased !== true || this.waiting !== 0) {
+      return this.tryAcquire(slot, 1, this.options.clock.now(), true, DEFAULT_RANK, key);
+    }
+    // Read after the branch above: a clock reading passed to a call is boxed (a heap number a decision).
+    const now = this.options.clock.now();
+    const s = this.table.states;
+    const o = slot * algorithm.width;
+    algorithm.advance(s, o, now);
+    if (algorithm.available(s, o) < 1) {
+      // reject() inlined for one permit of a time-based state (callgrind: ~160 instructions a rejection fewer).
+      this.rejected++;
+      if (this.options.countRejected === true) algorithm.take(s, o, 1);
+      return Lease.refused(
+        'limit',
+        algorithm.retryAfter(s, o, now, 1),
+        algorithm.limit,
+        Math.max(0, algorithm.available(s, o)),
+        algorithm.resetAfter(s, o, now),
+        this.source,
+        key,
+      );
+    }
+    algorithm.take(s, o, 1);
+    this.granted++;
+    return new RefundableLease(
+      algorithm.limit,
+      Math.max(0, algorithm.available(s, o)),
+      Math.ceil(algorithm.resetAfter(s, o, now)),
+      this.source,
+      this,
+      slot,
+      1,
+      algorithm.mark(s, o),
+      this.table.generation(slot),
+      key,
     );
   }
 

@@ -92,6 +92,11 @@ export interface SlotCore {
     rank?: number,
     key?: string,
   ): Lease;
+  /**
+   * {@link tryAcquire} of the commonest request — one refundable permit, the default class — with the clock read
+   * inside; absent: through `tryAcquire`.
+   */
+  decideOne?(slot: number, key: string | undefined): Lease;
   /** Grants now, or queues, or rejects; absent: a core that cannot queue. */
   acquire?(
     slot: number,

@@ -80,8 +80,11 @@ export function decideNow(
   refundable: boolean,
   priority: Priority | undefined,
 ): Lease {
-  if (permits === 1 && priority === undefined && core.tryAcquire !== undefined) {
-    return core.tryAcquire(slot, 1, core.options.clock.now(), refundable, undefined, key);
+  if (permits === 1 && priority === undefined) {
+    if (refundable === true && core.decideOne !== undefined) return core.decideOne(slot, key);
+    if (core.tryAcquire !== undefined) {
+      return core.tryAcquire(slot, 1, core.options.clock.now(), refundable, undefined, key);
+    }
   }
   return decideOther(core, slot, key, permits, refundable, priority);
 }

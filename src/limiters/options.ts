@@ -56,11 +56,7 @@ const perf = globalThis.performance;
  * rest of the microtask turn saved ~100 ns per decision in tight loops, but cost a queued microtask (~0.5 µs on a
  * server, where every request is a turn of its own and decides once).
  */
-export const performanceClock: Clock = {
-  now(): number {
-    return perf.now();
-  },
-};
+export const performanceClock: Clock = { now: perf.now.bind(perf) };
 
 /** A whole number ≥ `min`, or a TypeError/RangeError naming `name` and the value. */
 export function integer(name: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
