@@ -198,7 +198,8 @@ test('a chain decides at one instant: one clock reading a decision, granted or r
   const clock = {
     now: () => {
       reads++;
-      return (t += 400);
+      t += 400;
+      return t;
     },
   };
   const perClient = partitioned({
