@@ -230,6 +230,29 @@ test("a chain of leases: 'auto' members: hot through the chain alone, its keys a
   }
 });
 
+test('decisions of one moment wait for the takes of the chain round trip under way, not each asking Redis', async () => {
+  clock.set(0);
+  const spec = () => fixedWindow({ permitLimit: 100_000, window: 60_000 });
+  const [a, b] = [0, 1].map(() => store.limiter(spec(), { name: uniqueName(), hashTag: 'lc', leases: true }));
+  const chain = store.chain(a, b);
+  // Warm: a decision a millisecond, so that a take holds about 50 ms of that demand.
+  for (let i = 0; i < 300; i++) {
+    clock.advance(1);
+    await chain.tryAcquire();
+  }
+  // A burst in one moment, three times what the batches hold: a round trip per take, not per decision.
+  const held = Math.min(free(store, keyOf(a)), free(store, keyOf(b)));
+  assert.ok(held >= 10, `batches hold ${held}`);
+  const start = ops.length;
+  const burst = await Promise.all(Array.from({ length: 3 * held }, () => chain.tryAcquire()));
+  assert.ok(
+    burst.every((l) => l.granted),
+    'all granted',
+  );
+  const tries = ops.slice(start).filter((op) => op === 't').length;
+  assert.ok(tries <= 5, `${tries} round trips for ${3 * held} decisions (batches held ${held})`);
+});
+
 test('a chain of leased token buckets decides from warm batches with no request', async () => {
   clock.set(0);
   const spec = () => tokenBucket({ tokenLimit: 10_000, tokensPerPeriod: 1, period: 1000 });
