@@ -342,6 +342,11 @@ export class Dispatcher {
     if (this.head === queue.length) {
       queue.length = 0;
       this.head = 0;
+      // No call in flight, no deadline to keep: an armed timer would hold the process open for up to `timeoutMs`.
+      if (this.timer !== undefined) {
+        clearTimeout(this.timer);
+        this.timer = undefined;
+      }
     } else if (this.head >= 1024) {
       this.queue = queue.slice(this.head);
       this.head = 0;
