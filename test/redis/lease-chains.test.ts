@@ -253,6 +253,45 @@ test('decisions of one moment wait for the takes of the chain round trip under w
   assert.ok(tries <= 5, `${tries} round trips for ${3 * held} decisions (batches held ${held})`);
 });
 
+test('a chain mixing units (requests and tokens), both leased: one request counted per decision, whatever its tokens', async () => {
+  clock.set(0);
+  const requests = store.limiter(fixedWindow({ permitLimit: 1000, window: 60_000 }), {
+    name: uniqueName(),
+    hashTag: 'lc',
+    leases: true,
+  });
+  const tokens = store.limiter(fixedWindow({ permitLimit: 100_000, window: 60_000, unit: 'tokens' }), {
+    name: uniqueName(),
+    hashTag: 'lc',
+    leases: true,
+  });
+  // Warm both batches by their own decisions, then decide the chain: 5 tokens, one request, each time.
+  for (let i = 0; i < 40; i++) {
+    clock.advance(1);
+    await requests.tryAcquire();
+    await tokens.tryAcquire(5);
+  }
+  const before = [requests.granted, tokens.granted];
+  const chain = store.chain(requests, tokens);
+  for (let i = 0; i < 20; i++) {
+    clock.advance(1);
+    assert.equal((await chain.tryAcquire(5)).granted, true);
+  }
+  assert.deepEqual([requests.granted - before[0], tokens.granted - before[1]], [20, 20]);
+  // Redis and the batches together: 1 000 requests less 60 made (one each), 100 000 tokens less 300.
+  const inRedis = async (limiter: typeof requests, limit: number, unit?: 'tokens') =>
+    (
+      await store
+        .limiter(fixedWindow({ permitLimit: limit, window: 60_000, unit }), {
+          name: limiter.name,
+          hashTag: 'lc',
+        })
+        .statistics()
+    ).available + free(store, keyOf(limiter));
+  assert.equal(await inRedis(requests, 1000), 1000 - 60);
+  assert.equal(await inRedis(tokens, 100_000, 'tokens'), 100_000 - 300);
+});
+
 test('a chain of leased token buckets decides from warm batches with no request', async () => {
   clock.set(0);
   const spec = () => tokenBucket({ tokenLimit: 10_000, tokensPerPeriod: 1, period: 1000 });
