@@ -74,7 +74,9 @@ async function run(job: LeaseBenchJob): Promise<LeaseBenchReport> {
   const limiter =
     job.kind === 'chain'
       ? store.chain(
-          ...['a', 'b'].map((m) => store.limiter(spec, { name: `${job.name}-${m}`, hashTag: job.name, leases })),
+          ...['a', 'b'].map((m) =>
+            store.limiter(spec, { name: `${job.name}-${m}`, hashTag: job.name, leases }),
+          ),
         )
       : store.limiter(spec, { name: job.name, hashTag: job.name, leases });
   const key = `floodgate:{${job.name}}${job.name}`;

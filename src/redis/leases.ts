@@ -248,7 +248,8 @@ export class Leases {
   afterTake(binding: Binding, then: () => void): void {
     const entry = this.inFlight(binding);
     if (entry === undefined) then();
-    else (entry.chains ??= []).push(then);
+    else if (entry.chains === undefined) entry.chains = [then];
+    else entry.chains.push(then);
   }
 
   /** The chain decisions that waited for `entry`'s take, made again now. */
