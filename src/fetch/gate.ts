@@ -1,4 +1,5 @@
 import type { Lease } from '../limiters/lease.ts';
+import { OverLimitError } from '../limiters/options.ts';
 import { telemetry } from '../telemetry.ts';
 import { backoffMs } from './backoff.ts';
 import { RateLimitedError, ThrottledError } from './errors.ts';
@@ -195,7 +196,9 @@ export class Gate {
         await sleep(wait, signal);
         continue;
       }
-      const lease = await this.config.limiter.acquire(key, permits, signal ? { signal } : undefined);
+      const lease = await this.config.limiter
+        .acquire(key, permits, signal ? { signal } : undefined)
+        .catch(tooLarge);
       if (!lease.granted) {
         // A limiter without a queue says 'limit': 'wait' then sleeps until a permit could be had and asks again.
         // A full queue ('queue-full', 'evicted') is the bound the user set, and an overflowing partition table
@@ -210,14 +213,18 @@ export class Gate {
         return new RateLimitedError(lease.reason ?? 'limit', retry, key);
       }
       const ticket = this.budgets?.enter(key, tokens);
+      // Refused or aborted while held, the call was never sent: its permits come back (a concurrency lease's by
+      // its release, a window's or bucket's by a refund), its estimate with them.
       try {
         const refusal = await this.hold(key, ticket, signal, pausedFor);
         if (refusal) {
           lease.release();
+          lease.refund();
           return refusal;
         }
       } catch (error) {
         lease.release();
+        lease.refund();
         throw error;
       }
       this.statistics.sent++;
@@ -322,4 +329,16 @@ export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void
     );
     signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/**
+ * A call whose estimate exceeds its limiter's limit could never be granted: rejected at once, before anything is
+ * sent, naming both (any other error passes as it is).
+ */
+function tooLarge(error: unknown): never {
+  if (!(error instanceof OverLimitError)) throw error;
+  throw new RangeError(
+    `floodgate/fetch: the call's cost estimate (${error.permits}) exceeds the limit (${error.limit}) of its limiter, so it could never be sent; give the limiter overdraw: true to let such a call through when its whole budget is free`,
+    { cause: error },
+  );
 }

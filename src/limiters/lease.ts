@@ -13,8 +13,9 @@ export interface ReleaseOutcome {
  * Why a lease was not granted: `'limit'` (no permits), `'queue-full'`, `'evicted'` (a newer or higher-class
  * waiter took its place), `'overflow'` (a partitioned limiter full of live partitions), `'unavailable'` (the
  * store could not be asked and its fallback refused), `'locked'` (the key is locked — by a `lockout()` after
- * repeated failures, or by `lock(key, duration)` —: `retryAfterMs` is the time left on the lock), or a limiter's
- * own reason.
+ * repeated failures, or by `lock(key, duration)` —: `retryAfterMs` is the time left on the lock), `'too-large'`
+ * (over HTTP: a route's cost estimate above the limit of a limiter that does not allow `overdraw`, answered 413;
+ * no `retryAfterMs`: it could never be granted), or a limiter's own reason.
  */
 export type RejectionReason =
   | 'limit'
@@ -23,6 +24,7 @@ export type RejectionReason =
   | 'overflow'
   | 'unavailable'
   | 'locked'
+  | 'too-large'
   | (string & {});
 
 /** What a lease says about how it was decided, beyond its fields. */

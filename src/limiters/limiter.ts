@@ -64,7 +64,8 @@ export interface MemorySlot {
  * charges any (all-or-nothing, in one synchronous step). `now` is read from `options.clock`.
  */
 export interface SlotCore {
-  readonly options: { readonly clock: Clock };
+  /** `overdraw`: whether a request may ask for more than the limit (see `TimeOptions.overdraw`). */
+  readonly options: { readonly clock: Clock; readonly overdraw?: boolean };
   /** The most permits one request may ask for. */
   readonly algorithm: { readonly limit: number };
   /** Whether `permits` could be granted in `slot` now (`rank`: the request's class, for cores with classes). */
@@ -91,6 +92,11 @@ export interface SlotCore {
     rank?: number,
     key?: string,
   ): Lease;
+  /**
+   * {@link tryAcquire} of the commonest request — one refundable permit, the default class — with the clock read
+   * inside; absent: through `tryAcquire`.
+   */
+  decideOne?(slot: number, key: string | undefined): Lease;
   /** Grants now, or queues, or rejects; absent: a core that cannot queue. */
   acquire?(
     slot: number,

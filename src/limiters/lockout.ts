@@ -4,6 +4,7 @@ import { rejectUnknown } from '../options/known.ts';
 import { type Clock, LimiterCore } from './core.ts';
 import type { Lease, RejectionReason } from './lease.ts';
 import { duration, integer, object, queueAndClock } from './options.ts';
+import { DEFAULT_RANK } from './priority.ts';
 import { RateLimiter } from './rate-limiter.ts';
 
 /** Options of {@link lockout}. */
@@ -105,6 +106,11 @@ export class LockoutLimiter extends RateLimiter {
 /** The core of a lockout: a request refused while the key is locked out says so (`'locked'`). */
 export class LockoutCore extends LimiterCore {
   declare algorithm: Lockout;
+
+  /** Through {@link reject}: a refusal while locked out says `'locked'`. */
+  override decideOne(slot: number, key: string | undefined): Lease {
+    return this.tryAcquire(slot, 1, this.options.clock.now(), true, DEFAULT_RANK, key);
+  }
 
   override reject(
     slot: number,

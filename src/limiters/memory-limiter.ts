@@ -80,8 +80,11 @@ export function decideNow(
   refundable: boolean,
   priority: Priority | undefined,
 ): Lease {
-  if (permits === 1 && priority === undefined && core.tryAcquire !== undefined) {
-    return core.tryAcquire(slot, 1, core.options.clock.now(), refundable, undefined, key);
+  if (permits === 1 && priority === undefined) {
+    if (refundable === true && core.decideOne !== undefined) return core.decideOne(slot, key);
+    if (core.tryAcquire !== undefined) {
+      return core.tryAcquire(slot, 1, core.options.clock.now(), refundable, undefined, key);
+    }
   }
   return decideOther(core, slot, key, permits, refundable, priority);
 }
@@ -95,7 +98,7 @@ function decideOther(
   refundable: boolean,
   priority: Priority | undefined,
 ): Lease {
-  if (permits !== 1) checkPermits(permits, core.algorithm.limit);
+  if (permits !== 1) checkPermits(permits, core.algorithm.limit, core.options.overdraw, sourceOf(core));
   const rank = priority === undefined ? undefined : rankOf('priority', priority);
   const now = core.options.clock.now();
   if (core.tryAcquire !== undefined) return core.tryAcquire(slot, permits, now, refundable, rank, key);
@@ -112,7 +115,7 @@ function decideLater(
   signal: AbortSignal | undefined,
   priority: Priority | undefined,
 ): Promise<Lease> {
-  checkPermits(permits, core.algorithm.limit);
+  checkPermits(permits, core.algorithm.limit, core.options.overdraw, sourceOf(core));
   const rank = priority === undefined ? undefined : rankOf('priority', priority);
   if (core.acquire !== undefined) return core.acquire(slot, permits, signal, key, rank);
   if (signal?.aborted) return Promise.reject(signal.reason);
@@ -120,4 +123,10 @@ function decideLater(
   if (core.canGrant(slot, permits, now, rank))
     return Promise.resolve(core.commit(slot, permits, now, true, key));
   return Promise.resolve(core.reject(slot, permits, now, 'limit', rank, key));
+}
+
+/** The limiter a core's leases name (a `LimiterCore`'s `source`), for the error of a request above its limit. */
+export function sourceOf(core: SlotCore): object | undefined {
+  const source = (core as { source?: unknown }).source;
+  return typeof source === 'object' && source !== null ? source : undefined;
 }

@@ -27,6 +27,13 @@ export interface TimeOptions extends QueueOptions {
    * member, a member counting requests takes one permit per request whatever the estimate, and is never settled.
    */
   unit?: string;
+  /**
+   * Whether one request may ask for more than the limit (an estimate bigger than the whole budget). Default
+   * false: such a request is a `RangeError`. With `true` it is granted when the limiter has its whole capacity
+   * free — a window with nothing counted, a full bucket — and nobody it must not pass is waiting; what it takes
+   * beyond the limit is debt, paid from the next capacity as a settle's overdraw is.
+   */
+  overdraw?: boolean;
 }
 
 /** The names of {@link TimeOptions}. */
@@ -35,6 +42,7 @@ export const TIME_OPTION_NAMES = [
   'countRejected',
   'clock',
   'unit',
+  'overdraw',
 ] as const satisfies readonly (keyof TimeOptions)[];
 
 /**
@@ -48,11 +56,7 @@ const perf = globalThis.performance;
  * rest of the microtask turn saved ~100 ns per decision in tight loops, but cost a queued microtask (~0.5 µs on a
  * server, where every request is a turn of its own and decides once).
  */
-export const performanceClock: Clock = {
-  now(): number {
-    return perf.now();
-  },
-};
+export const performanceClock: Clock = { now: perf.now.bind(perf) };
 
 /** A whole number ≥ `min`, or a TypeError/RangeError naming `name` and the value. */
 export function integer(name: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
@@ -93,7 +97,14 @@ export function object<T>(name: string, value: T): T {
 export function queueAndClock(
   kind: string,
   options: TimeOptions,
-): { queueLimit: number; queueOrder: QueueOrder; countRejected: boolean; clock: Clock; unit?: string } {
+): {
+  queueLimit: number;
+  queueOrder: QueueOrder;
+  countRejected: boolean;
+  clock: Clock;
+  unit?: string;
+  overdraw?: true;
+} {
   const queueLimit =
     options.queueLimit === undefined ? 0 : integer(`${kind}: queueLimit`, options.queueLimit, 0);
   const queueOrder = oneOf(
@@ -117,21 +128,54 @@ export function queueAndClock(
       `${kind}: unit must be a word of letters, digits and '-' ('requests', 'tokens', 'input-tokens'…); got ${describe(unit)}`,
     );
   }
+  if (options.overdraw !== undefined && typeof options.overdraw !== 'boolean') {
+    throw new TypeError(`${kind}: overdraw must be a boolean; got ${describe(options.overdraw)}`);
+  }
   const countRejected = options.countRejected === true;
-  if (unit === undefined || unit === 'requests') return { queueLimit, queueOrder, countRejected, clock };
-  return { queueLimit, queueOrder, countRejected, clock, unit };
+  const core: ReturnType<typeof queueAndClock> = { queueLimit, queueOrder, countRejected, clock };
+  if (unit !== undefined && unit !== 'requests') core.unit = unit;
+  // Only when on: every other limiter's options (and signature) stay as they were.
+  if (options.overdraw === true) core.overdraw = true;
+  return core;
 }
 
 /** A unit's name: it becomes a quota's name in response header fields. */
 const UNIT = /^[A-Za-z][A-Za-z0-9-]{0,31}$/;
 
-/** Checks the permits of one request against the limit: a programming error is a RangeError. */
-export function checkPermits(permits: number, limit: number): void {
+/**
+ * Checks the permits of one request against the limit: a programming error is a RangeError — an
+ * {@link OverLimitError} when a whole number above the limit of a limiter that does not allow `overdraw`.
+ */
+export function checkPermits(permits: number, limit: number, overdraw?: boolean, source?: object): void {
   if (!Number.isInteger(permits) || permits < 0 || permits > limit) {
     if (typeof permits !== 'number')
       throw new TypeError(`permits must be a whole number; got ${describe(permits)}`);
+    if (Number.isInteger(permits) && permits > limit) {
+      if (overdraw === true) return;
+      throw new OverLimitError(permits, limit, source);
+    }
     throw new RangeError(
       `permits must be a whole number from 0 to the limit (${limit}); got ${describe(permits)}`,
+    );
+  }
+}
+
+/**
+ * One request asked for more permits than a limiter's limit, which does not allow `overdraw`: it could never be
+ * granted. A `RangeError` (a programming error for a direct call); the HTTP layer answers a route's cost estimate
+ * that meets it with a rejection (`'too-large'`, status 413), and `rateLimitedFetch` rejects the call at once.
+ */
+export class OverLimitError extends RangeError {
+  constructor(
+    /** The permits asked. */
+    readonly permits: number,
+    /** The limit they exceed. */
+    readonly limit: number,
+    /** The limiter whose limit it is, when known (a lease's `source`). */
+    readonly source?: object,
+  ) {
+    super(
+      `permits must be a whole number from 0 to the limit (${limit}); got ${permits} (a limiter with overdraw: true grants more when its whole capacity is free)`,
     );
   }
 }

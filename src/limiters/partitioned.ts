@@ -44,6 +44,9 @@ const MAX_PARTITIONS = 4_000_000; // slot numbers must fit in 22 bits of a small
 const MAX_SPECS = 256;
 const FIRST_SWEEP = 1024;
 
+/** {@link PartitionedLimiter}'s last key while there is none. */
+const NO_KEY = Symbol('no key');
+
 /** A partition's code: `slot << 8 | spec index`, or this when the limiter is full and `overflow` is `'reject'`. */
 const REJECTED = -1;
 
@@ -78,7 +81,8 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
   private releasesAtSweep = 0;
   // The last key seen and its partition: a client sending a burst (or an attacker on one key) skips the hash
   // lookup. Cleared whenever a partition is dropped.
-  private lastKey: string | undefined;
+  // NO_KEY, never a key function's answer, while none is: a key that is not a string never matches.
+  private lastKey: string | typeof NO_KEY = NO_KEY;
   private lastCode = 0;
   // Keys locked by `lock(key, duration)` and when each lock ends (clock ms). Undefined while none is, so a
   // decision pays one field read for locks and a partition no byte.
@@ -145,7 +149,14 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
    * past waiters of a higher class in the partition's queue (an `adaptiveConcurrency()` one also sheds by class).
    */
   tryAcquire(resource: R, permits = 1, priority?: Priority): Lease {
-    return this.tryAcquireFor(keyFor(this, resource), permits, true, priority);
+    const key = keyFor(this, resource);
+    // The commonest call — the key decided last (a client's burst, an attacker's key), one permit, no class, no
+    // lock — goes straight to its core's one-permit step, small enough to be inlined whole into the caller.
+    if (permits !== 1 || priority !== undefined || this.locks !== undefined) {
+      return this.tryAcquireFor(key, permits, true, priority);
+    }
+    if (key === this.lastKey) return this.cores[this.lastCode & 255].decideOne(this.lastCode >>> 8, key);
+    return this.decideOneFor(key);
   }
 
   /**
@@ -165,6 +176,13 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
     const code = this.codeOf(key as string);
     if (code === REJECTED) return this.overflowLease(key as string, permits);
     return decideNow(this.cores[code & 255], code >>> 8, key, permits, refundable, priority);
+  }
+
+  /** {@link tryAcquire} of one permit for a key other than the last (out of line: the inlining budget). */
+  private decideOneFor(key: string): Lease {
+    const code = this.lookUp(key);
+    if (code === REJECTED) return this.overflowLease(key, 1);
+    return this.cores[code & 255].decideOne(code >>> 8, key);
   }
 
   /**
@@ -345,8 +363,8 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
       return undefined;
     }
     const code = this.map.get(key);
-    const algorithm = code === undefined ? this.specOf(key).algorithm : this.cores[code & 255].algorithm;
-    checkPermits(permits, algorithm.limit);
+    const { algorithm, options } = code === undefined ? this.specOf(key) : this.cores[code & 255];
+    checkPermits(permits, algorithm.limit, options.overdraw, this);
     const state = code === undefined ? undefined : this.cores[code & 255].inspect(code >>> 8, now);
     return Lease.rejected('locked', {
       retryAfterMs: until - now,
@@ -391,15 +409,21 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
     const slot = code >>> 8;
     this.map.delete(key);
     this.cores[index].free(slot);
-    this.lastKey = undefined;
+    this.lastKey = NO_KEY;
   }
 
   /** The partition of `key` as `slot << 8 | spec index`, created if new; `REJECTED` when full. */
   private codeOf(key: string): number {
-    // The type first: a key that is not a string (a header the client did not send) must never meet the cache,
-    // whose empty state would otherwise hand it the partition of whoever was decided last.
-    if (typeof key !== 'string') throw notAString(key);
+    // The cache holds a string or NO_KEY: a key that is not a string (a header the client did not send) never
+    // matches it, so it can never be handed the partition of whoever was decided last; lookUp refuses it.
     if (key === this.lastKey) return this.lastCode;
+    return this.lookUp(key);
+  }
+
+  /** {@link codeOf} of a key other than the last one. */
+  private lookUp(key: string): number {
+    // The type first: a key that is not a string (a header the client did not send) must never be stored.
+    if (typeof key !== 'string') throw notAString(key);
     const code = this.map.get(key);
     if (code === undefined) return this.create(key);
     this.lastKey = key;
@@ -491,7 +515,7 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
   }
 
   private sweep(now: number): void {
-    this.lastKey = undefined;
+    this.lastKey = NO_KEY;
     const waits: number[] = [];
     // The map is walked (deleting while iterating is allowed): no slot-to-key column, which cost 8-12 bytes a
     // partition, is kept for sweeps alone.
@@ -522,7 +546,7 @@ export class PartitionedLimiter<R> extends MemoryLimiterBase {
   /** The lease of a new key turned away because the limiter is full. */
   private overflowLease(key: string, permits: number): Lease {
     const spec = this.specOf(key);
-    checkPermits(permits, spec.algorithm.limit);
+    checkPermits(permits, spec.algorithm.limit, spec.options.overdraw, this);
     const now = spec.options.clock.now();
     const wait = Math.max(0, this.noSweepBefore - now);
     return Lease.rejected('overflow', {

@@ -107,8 +107,9 @@ export class Waiting {
           const asked = waiter.rank === binding.rank ? binding : { ...binding, rank: waiter.rank };
           const decided = await this.engine.decide(asked, 'w', waiter.permits, 'limit');
           if (waiter.done) {
-            // Aborted or evicted while Redis decided: give a held permit back (a time-based one is spent).
-            if (decided.lease.granted) decided.lease.release();
+            // Aborted or evicted while Redis decided: nobody takes the grant, so it is given back whole — a
+            // concurrency permit by its release, a window's or bucket's (a cost estimate) by a refund.
+            if (decided.lease.granted) giveBack(decided.lease);
             continue;
           }
           // A locked key answers its waiters at once, as in memory: waiting would not end the lock.
@@ -151,4 +152,10 @@ export class Waiting {
 
 function idOf(binding: Binding): string {
   return binding.members.map((m) => m.key).join('\n');
+}
+
+/** Gives a grant nobody will use back: released (a concurrency lease) and refunded (a time-based one). */
+function giveBack(lease: Lease): void {
+  lease.release();
+  lease.refund();
 }

@@ -112,7 +112,8 @@ export class Engine implements DecisionHost {
   check(binding: Binding, permits: number): void {
     const members = binding.members;
     for (let i = 0; i < members.length; i++) {
-      checkPermits(ownPermits(binding, i, permits), members[i].spec.algorithm.limit);
+      const { spec, owner } = members[i];
+      checkPermits(ownPermits(binding, i, permits), spec.algorithm.limit, spec.options.overdraw, owner);
     }
     if (this.runner.cluster && binding.members.length > 1) {
       const slot = keySlot(binding.members[0].key);
@@ -160,7 +161,9 @@ export class Engine implements DecisionHost {
     // with `leases: 'auto'`, while this process decides its key often. A probe (0 permits) asks Redis.
     if (binding.members.length === 1 && !blockedFirst && permits > 0) {
       const m = binding.members[0];
-      if (m.leased === true || (m.leased === 'auto' && this.leasePolicy.leased(m.key))) {
+      // An overdraw (more than the limit) is decided by Redis, whose state says whether the whole limit is free.
+      const leased = m.leased === true || (m.leased === 'auto' && this.leasePolicy.leased(m.key));
+      if (leased && permits <= m.spec.algorithm.limit) {
         if (!m.spec.algorithm.timeBased)
           return this.permitLeases.decide(binding, op, permits, reason, asLease);
         return this.leases.decide(binding, op, permits, reason, asLease);
@@ -173,10 +176,10 @@ export class Engine implements DecisionHost {
       !blockedFirst &&
       permits > 0 &&
       binding.ones === undefined &&
-      this.leasedChain(binding);
+      this.leasedChain(binding, permits);
     if (leasedChain) return this.leasedChainDecision(binding, op, permits, reason, asLease, 0);
     // A probe of such a chain gives back what the batches hold first (and takes nothing): answered exactly.
-    const probe = binding.chain && permits === 0 && binding.members.every(leasable);
+    const probe = binding.chain && permits === 0 && binding.members.every((_m, i) => leasable(binding, i, 0));
     return this.remote(binding, op, permits, reason, blockedFirst, asLease, probe);
   }
 
@@ -271,10 +274,12 @@ export class Engine implements DecisionHost {
    * Whether every member of a chain is decided from batches: leased windows or buckets, a `leases: 'auto'`
    * member while its key is hot here (this decision counted for each).
    */
-  private leasedChain(binding: Binding): boolean {
+  private leasedChain(binding: Binding, permits: number): boolean {
+    const members = binding.members;
     let leased = true;
-    for (const m of binding.members) {
-      if (!leasable(m)) return false;
+    for (let i = 0; i < members.length; i++) {
+      if (!leasable(binding, i, permits)) return false;
+      const m = members[i];
       if (m.leased === 'auto' && !this.leasePolicy.leased(m.key)) leased = false;
     }
     return leased;
@@ -426,7 +431,7 @@ export class Engine implements DecisionHost {
     let text = this.specTexts.get(spec);
     if (text === undefined) {
       const o = this.options;
-      text = specText(spec.algorithm, spec.options.countRejected, o.ttlPadMs, o.leaseTtlMs);
+      text = specText(spec.algorithm, spec.options, o.ttlPadMs, o.leaseTtlMs);
       this.specTexts.set(spec, text);
     }
     // Most decisions in a row are for the same limiter: spared a WeakMap lookup.
@@ -445,7 +450,7 @@ export class Engine implements DecisionHost {
     let text = texts.get(ceiling);
     if (text === undefined) {
       const o = this.options;
-      text = specText(spec.algorithm, spec.options.countRejected, o.ttlPadMs, o.leaseTtlMs, ceiling);
+      text = specText(spec.algorithm, spec.options, o.ttlPadMs, o.leaseTtlMs, ceiling);
       texts.set(ceiling, text);
     }
     return text;
@@ -511,9 +516,16 @@ export class Engine implements DecisionHost {
 }
 
 /**
- * Whether a chain's member may be decided from this process's batch: leased (`true`, or `'auto'` while its key
- * is hot here), time-based, and without priority classes (a batch is taken for the whole limit).
+ * Whether member `i` of `binding` may decide `permits` from this process's batch: leased (`true`, or `'auto'`
+ * while its key is hot here), time-based, without priority classes (a batch is taken for the whole limit), and
+ * not an overdraw (more than the limit goes to Redis).
  */
-function leasable(m: BoundMember): boolean {
-  return m.leased !== false && m.spec.algorithm.timeBased && m.spec.algorithm.ceiling === undefined;
+function leasable(binding: Binding, i: number, permits: number): boolean {
+  const m = binding.members[i];
+  return (
+    m.leased !== false &&
+    m.spec.algorithm.timeBased &&
+    m.spec.algorithm.ceiling === undefined &&
+    ownPermits(binding, i, permits) <= m.spec.algorithm.limit
+  );
 }

@@ -26,14 +26,15 @@ export interface MemberCall {
 }
 
 /**
- * A limiter's settings as the script reads them: `kind:limit:p1:p2:countRejected:ttlPad:leaseTtl`. Constant per
+ * A limiter's settings as the script reads them: `kind:limit:p1:p2:flags:ttlPad:leaseTtl`, where flags is
+ * `countRejected` (1) plus `overdraw` (2) (`countRejected` may be given as a boolean). Constant per
  * limiter (per class and limiter with priority classes: `ceiling`), so it is built once and sent as one argument. `ttlPad`: milliseconds of TTL added to the state's own
  * (large with a test clock, whose time is not Redis's). The twin and its parameters are what the algorithm says
  * of itself ({@link Algorithm.remote}), so the store never asks which class it is.
  */
 export function specText(
   algorithm: Algorithm,
-  countRejected: boolean,
+  countRejected: boolean | { readonly countRejected: boolean; readonly overdraw?: boolean },
   pad: number,
   leaseTtl: number,
   ceiling?: number,
@@ -46,7 +47,11 @@ export function specText(
   // A concurrency member with classes carries the request's class's ceiling in p1 (it has no parameter of its own).
   const [p1 = ceiling ?? '', ...rest] = remote.params;
   const p2 = rest.join('_');
-  return `${remote.twin}:${algorithm.limit}:${p1}:${p2}:${countRejected ? 1 : 0}:${pad}:${leaseTtl}`;
+  const flags =
+    typeof countRejected === 'boolean'
+      ? Number(countRejected)
+      : Number(countRejected.countRejected) + (countRejected.overdraw === true ? 2 : 0);
+  return `${remote.twin}:${algorithm.limit}:${p1}:${p2}:${flags}:${pad}:${leaseTtl}`;
 }
 
 /**

@@ -77,7 +77,13 @@ export class RedisRefundableLease extends Lease {
 
   /** The grant's reset time from now, as this process reckons it (see the class's comment). */
   private expectedReset(): number {
-    return (this.resetAfterMs ?? 0) - (this.clock() - this.grantedAt);
+    let reset = this.resetAfterMs ?? 0;
+    // A fixed window's overdraw leaves debt, paid windows further: its own window ends within one window.
+    const algorithm = this.member.spec.algorithm;
+    const w = algorithm.windowMs;
+    if (algorithm.kind === 'fixed-window' && w !== undefined && reset > w)
+      reset -= Math.ceil(reset / w - 1) * w;
+    return reset - (this.clock() - this.grantedAt);
   }
 }
 

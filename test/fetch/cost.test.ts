@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { jsonUsage, llmUsage, rateLimitedFetch, sseUsage } from '../../src/fetch/index.ts';
 import { concurrency, partitioned, tokenBucket } from '../../src/index.ts';
@@ -118,7 +120,42 @@ test('bad cost options and estimates: errors naming them', async () => {
     message: /cost.estimate\(\) must return a whole number ≥ 0; got -1/,
   });
   const huge = rateLimitedFetch({ limiter: budget(), cost: { estimate: () => 20_000 } });
-  await assert.rejects(huge(provider.url('/none')), { name: 'RangeError', message: /the limit \(10000\)/ });
+  await assert.rejects(huge(provider.url('/none')), {
+    name: 'RangeError',
+    message: /the call's cost estimate \(20000\) exceeds the limit \(10000\) of its limiter.*overdraw: true/,
+  });
+});
+
+test('an estimate above the limit: rejected at once (queued or not), or sent with overdraw: true', async () => {
+  const before = provider.hits.length;
+  for (const queueLimit of [0, 50_000]) {
+    const limiter = tokenBucket({
+      tokenLimit: 10_000,
+      tokensPerPeriod: 1,
+      period: hour,
+      unit: 'tokens',
+      queueLimit,
+    });
+    const api = rateLimitedFetch({ limiter, cost: { estimate: () => 20_000 } });
+    await assert.rejects(api(provider.url('/none')), /estimate \(20000\) exceeds the limit \(10000\)/);
+  }
+  assert.equal(provider.hits.length, before, 'nothing was sent');
+  const limiter = partitioned({
+    key: (origin: string) => origin,
+    limiter: tokenBucket({
+      tokenLimit: 10_000,
+      tokensPerPeriod: 1,
+      period: hour,
+      unit: 'tokens',
+      overdraw: true,
+    }),
+  });
+  const api = rateLimitedFetch({ limiter, onLimited: 'throw', cost: { estimate: () => 20_000 } });
+  assert.equal((await api(provider.url('/openai/json/230/70'))).status, 200);
+  assert.equal(provider.hits.length, before + 1);
+  // The bucket is 10 000 in debt now: the next big call is refused, it does not go.
+  await assert.rejects(api(provider.url('/openai/json/230/70')), { name: 'RateLimitedError' });
+  assert.equal(provider.hits.length, before + 1);
 });
 
 test('bad estimates reject the call before anything is sent: negative, fractional, non-finite, not a number', async () => {
@@ -192,8 +229,48 @@ test('the undici interceptor takes a cost: the estimate reserved, settled from a
   } finally {
     await agent.close();
   }
+  // An estimate above the limit: the request fails at once, nothing sent.
+  const huge = new Agent().compose(
+    rateLimitInterceptor({ limiter: budget(), cost: { estimate: () => 20_000 } }),
+  );
+  const hits = provider.hits.length;
+  try {
+    await assert.rejects(request(provider.url('/none'), { dispatcher: huge }), {
+      name: 'RangeError',
+      message: /cost estimate \(20000\) exceeds the limit \(10000\)/,
+    });
+    assert.equal(provider.hits.length, hits);
+  } finally {
+    await huge.close();
+  }
   assert.throws(() => rateLimitInterceptor({ limiter: budget(), cost: { estimate: 3 } as never }), {
     name: 'TypeError',
     message: /rateLimitInterceptor: cost.estimate must be a function/,
   });
+});
+
+test('a call aborted while it waits for the provider budget charges nothing: it was never sent', async () => {
+  // Every answer says the provider has no tokens left for a minute: the next call is held after its grant.
+  const server = http.createServer((_req, res) => {
+    res.setHeader('x-ratelimit-limit-tokens', '1000');
+    res.setHeader('x-ratelimit-remaining-tokens', '0');
+    res.setHeader('x-ratelimit-reset-tokens', '60s');
+    res.end('{}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    const limiter = partitioned({ key: (o: string) => o, limiter: budget() });
+    const api = rateLimitedFetch({ limiter, cost: { estimate: () => 100 } });
+    await (await api(`${origin}/first`)).text();
+    assert.equal(limiter.statistics(origin).available, 9_900);
+    const abort = new AbortController();
+    const held = api(`${origin}/second`, { signal: abort.signal });
+    await eventually(() => limiter.statistics(origin).available === 9_800);
+    abort.abort();
+    await assert.rejects(held, { name: 'AbortError' });
+    assert.equal(limiter.statistics(origin).available, 9_900, 'its estimate came back');
+  } finally {
+    server.close();
+  }
 });

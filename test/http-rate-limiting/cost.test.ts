@@ -190,6 +190,38 @@ for (const name of Object.keys(adapters)) {
       });
     });
 
+    test('a client that goes away while its estimate waits in the queue is charged nothing', async () => {
+      let t = 0;
+      const limiter = tokenBucket({
+        tokenLimit: 100,
+        tokensPerPeriod: 100,
+        period: '1m',
+        queueLimit: 500,
+        unit: 'tokens',
+        clock: { now: () => t },
+      });
+      const spec: AppSpec = {
+        options: { policies: { chat: { limiter, cost: { estimate: estimateOf } } } },
+        routes: [{ path: '/chat', limit: 'chat' }],
+      };
+      await withApp(name, spec, async (base) => {
+        assert.equal((await get(`${base}/chat`, { 'x-estimate': '100' })).status, 200);
+        const request = http.get(`${base}/chat`, { headers: { 'x-estimate': '30' } });
+        request.on('error', () => {});
+        for (let i = 0; i < 10_000 && limiter.statistics().queued !== 30; i++) {
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        assert.equal(limiter.statistics().queued, 30, 'it waits');
+        request.destroy();
+        for (let i = 0; i < 10_000 && limiter.statistics().queued !== 0; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 1));
+        }
+        assert.equal(limiter.statistics().queued, 0, 'it left the queue');
+        t = 60_000;
+        assert.equal(limiter.statistics().available, 100, 'and nothing was charged when the bucket refilled');
+      });
+    });
+
     test('with a refund rule: a settled cost stands, an unsettled estimate is given back', async () => {
       const limiter = tokens();
       const spec: AppSpec = {
@@ -220,15 +252,74 @@ for (const name of Object.keys(adapters)) {
       });
     });
 
-    test('an estimate over the limit goes to the error path and charges nothing', async () => {
+    test('an estimate over the limit is a 413 naming the limit and the policy, charging nothing', async () => {
       const limiter = tokens();
+      const requests = fixedWindow({ permitLimit: 10, window: '1m', clock: clock() });
+      const seen: unknown[] = [];
+      const spec: AppSpec = {
+        options: {
+          policies: {
+            chat: { limiter: chain(requests, limiter), cost: { estimate: estimateOf } },
+            queued: {
+              limiter: tokenBucket({
+                tokenLimit: 100,
+                tokensPerPeriod: 10,
+                period: '1s',
+                queueLimit: 500,
+                unit: 'tokens',
+              }),
+              cost: { estimate: async (req) => estimateOf(req) },
+            },
+          },
+          onRejected: (ctx) => {
+            seen.push([ctx.lease.reason, ctx.lease.limit, ctx.status, ctx.limiter, ctx.policy]);
+          },
+        },
+        routes: [
+          { path: '/chat', limit: 'chat' },
+          { path: '/queued', limit: 'queued' },
+        ],
+      };
+      await withApp(name, spec, async (base) => {
+        const big = await get(`${base}/chat`, { 'x-estimate': '101' });
+        assert.equal(big.status, 413);
+        assert.equal(big.headers.get('retry-after'), null, 'retrying cannot help');
+        // Named as in RateLimit-Policy: the chain's second member.
+        assert.match(big.body, /cost estimate exceeds the limit \(100\) of policy "chat\.2"/);
+        assert.equal(left(big.headers.get('ratelimit')), 100, 'the fields say the budget is untouched');
+        assert.equal(limiter.statistics().available, 100);
+        assert.equal(requests.statistics().available, 10, 'the requests member is not charged either');
+        // A route that may queue asks with acquire: the same answer, at once.
+        assert.equal((await get(`${base}/queued`, { 'x-estimate': '101' })).status, 413);
+        assert.equal(
+          (await get(`${base}/chat`, { 'x-estimate': '100' })).status,
+          200,
+          'the whole budget fits',
+        );
+        assert.deepEqual(seen, [
+          ['too-large', 100, 413, 'endpoint', 'chat'],
+          ['too-large', 100, 413, 'endpoint', 'queued'],
+        ]);
+      });
+    });
+
+    test('with overdraw: true an estimate over the limit is granted when the whole budget is free', async () => {
+      const limiter = fixedWindow({
+        permitLimit: 100,
+        window: '1m',
+        unit: 'tokens',
+        clock: clock(),
+        overdraw: true,
+      });
       const spec: AppSpec = {
         options: { policies: { chat: { limiter, cost: { estimate: estimateOf } } } },
         routes: [{ path: '/chat', limit: 'chat' }],
       };
       await withApp(name, spec, async (base) => {
-        assert.equal((await get(`${base}/chat`, { 'x-estimate': '101' })).status, 500);
-        assert.equal(limiter.statistics().available, 100);
+        assert.equal((await get(`${base}/chat`, { 'x-estimate': '150' })).status, 200);
+        const next = await get(`${base}/chat`, { 'x-estimate': '150' });
+        assert.equal(next.status, 429, 'in debt: the budget is not free');
+        assert.equal(limiter.statistics().available, 0);
       });
     });
 

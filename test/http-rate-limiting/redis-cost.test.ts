@@ -71,5 +71,54 @@ for (const name of Object.keys(adapters)) {
         assert.equal((await tokens.tryAcquire(0)).remaining, 0, 'the rejections took nothing');
       });
     });
+
+    test('an estimate above the tokens limit is a 413 (reason too-large); neither member is charged', async () => {
+      const c = await clients.ioredis(server.port);
+      open.push(c);
+      const store = redisStore({ client: c.client, timeoutMs: 2000 });
+      const requests = store.limiter(fixedWindow({ permitLimit: 3, window: '1h' }), {
+        name: fresh('requests'),
+      });
+      const tokens = store.limiter(fixedWindow({ permitLimit: 1000, window: '1h', unit: 'tokens' }), {
+        name: fresh('tokens'),
+      });
+      const reasons: unknown[] = [];
+      const spec: AppSpec = {
+        options: {
+          global: requests,
+          policies: { chat: { limiter: tokens, cost: { estimate: () => 1001 } } },
+          onRejected: (ctx) => {
+            reasons.push([ctx.lease.reason, ctx.limiter]);
+          },
+        },
+        routes: [{ path: '/chat', limit: 'chat' }],
+      };
+      await withApp(name, spec, async (base) => {
+        const big = await get(`${base}/chat`);
+        assert.equal(big.status, 413);
+        assert.match(big.body, /exceeds the limit \(1000\) of policy "chat"/);
+        assert.deepEqual(reasons, [['too-large', 'endpoint']]);
+        assert.equal((await tokens.tryAcquire(0)).remaining, 1000);
+        assert.equal((await requests.tryAcquire(0)).remaining, 3);
+      });
+    });
+
+    test('with overdraw: true on Redis, an estimate above the limit goes through while the budget is whole', async () => {
+      const c = await clients.ioredis(server.port);
+      open.push(c);
+      const store = redisStore({ client: c.client, timeoutMs: 2000 });
+      const tokens = store.limiter(
+        fixedWindow({ permitLimit: 1000, window: '1h', unit: 'tokens', overdraw: true }),
+        { name: fresh('tokens') },
+      );
+      const spec: AppSpec = {
+        options: { policies: { chat: { limiter: tokens, cost: { estimate: () => 1500 } } } },
+        routes: [{ path: '/chat', limit: 'chat' }],
+      };
+      await withApp(name, spec, async (base) => {
+        assert.equal((await get(`${base}/chat`)).status, 200);
+        assert.equal((await get(`${base}/chat`)).status, 429, '500 tokens of debt');
+      });
+    });
   });
 }

@@ -42,3 +42,31 @@ test('Koa: estimate from ctx before, ctx.state.tokens settled after, ctx.state.r
     },
   );
 });
+
+test('Koa: an estimate above the limit is a 413 through onRejected (reason too-large), charging nothing', async () => {
+  const budget = fixedWindow({ permitLimit: 100, window: '1m', unit: 'tokens', clock: clock() });
+  const reasons: unknown[] = [];
+  const limiter = rateLimiting({
+    policies: {
+      chat: { limiter: budget, cost: { estimate: (ctx: Context) => Number(ctx.get('x-estimate')) } },
+    },
+    onRejected: (ctx) => {
+      reasons.push(ctx.lease.reason);
+    },
+  });
+  await using(
+    start((app, router) => {
+      app.use(limiter);
+      router.get('/chat', limiter.requirePolicy('chat'), (ctx) => {
+        ctx.body = 'ok';
+      });
+    }),
+    async ({ url }) => {
+      const big = await get(`${url}/chat`, { 'x-estimate': '101' });
+      assert.equal(big.status, 413);
+      assert.match(big.body, /exceeds the limit \(100\) of policy "chat"/);
+      assert.deepEqual(reasons, ['too-large']);
+      assert.equal(budget.statistics().available, 100);
+    },
+  );
+});

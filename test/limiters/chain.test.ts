@@ -190,3 +190,38 @@ test('leases name their partition key, in a chain too', () => {
   );
   assert.equal(perClient.algorithmFor('ip:5.6.7.8').limit, 1);
 });
+
+test('a chain decides at one instant: one clock reading a decision, granted or rejected, for members that share the clock', () => {
+  let reads = 0;
+  let t = 0;
+  // Each reading moves time on by 400 ms: members reading the clock one after another would see different windows.
+  const clock = {
+    now: () => {
+      reads++;
+      t += 400;
+      return t;
+    },
+  };
+  const perClient = partitioned({
+    key: (ip: string) => ip,
+    limiter: fixedWindow({ permitLimit: 5, window: 1000, clock }),
+  });
+  const global = fixedWindow({ permitLimit: 2, window: 1000, clock });
+  const both = chain(perClient, global);
+  both.tryAcquire('a'); // creates the partition (its first window starts at a reading of its own)
+  for (const expected of [true, false]) {
+    reads = 0;
+    const lease = both.tryAcquire('a');
+    if (expected) assert.ok(lease.granted);
+    assert.equal(reads, 1, `one reading for a ${lease.granted ? 'grant' : 'rejection'}`);
+    t -= 400; // the next decision in the same window
+  }
+  // A member with a clock of its own reads its own.
+  const own = chain(
+    fixedWindow({ permitLimit: 5, window: 1000, clock }),
+    fixedWindow({ permitLimit: 5, window: 1000 }),
+  );
+  reads = 0;
+  assert.ok(own.tryAcquire().granted);
+  assert.equal(reads, 1);
+});

@@ -49,5 +49,36 @@ for (const platform of platforms) {
         },
       );
     });
+
+    test('an estimate above the limit is a 413 (reason too-large), not an exception; nothing charged', async () => {
+      const budget = fixedWindow({ permitLimit: 100, window: '1m', unit: 'tokens', clock: clock() });
+      const reasons: unknown[] = [];
+      const chat = {
+        limiter: budget,
+        cost: { estimate: (context: ExecutionContext) => header(context, 'x-estimate') },
+      };
+      const Api = controller({ '/chat': [() => 'ok', RateLimit('chat')] });
+      await using(
+        start(platform, {
+          imports: [
+            FloodgateModule.forRoot({
+              policies: { chat },
+              onRejected: (ctx) => {
+                reasons.push(ctx.lease.reason);
+              },
+            }),
+          ],
+          controllers: [Api],
+          providers: [{ provide: APP_GUARD, useClass: FloodgateGuard }],
+        }),
+        async ({ url }) => {
+          const big = await get(`${url}/chat`, { 'x-estimate': '101' });
+          assert.equal(big.status, 413);
+          assert.match(big.body, /exceeds the limit \(100\) of policy/, "in Nest's own HttpException body");
+          assert.deepEqual(reasons, ['too-large']);
+          assert.equal(budget.statistics().available, 100);
+        },
+      );
+    });
   });
 }

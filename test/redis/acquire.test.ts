@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { concurrency, fixedWindow } from '../../src/index.ts';
+import { concurrency, fixedWindow, tokenBucket } from '../../src/index.ts';
 import { type RedisStore, redisStore } from '../../src/redis/index.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { uniqueName } from './twin.ts';
@@ -191,4 +191,51 @@ test("a concurrency key keeps an expiry at least a lease's: new, with live lease
   assert.ok((await client.pttl(key)) > 7_000_000, 'a longer expiry is kept');
   first.release();
   third.release();
+});
+
+test('a waiter aborted while Redis grants it is charged nothing: the grant is given back', async () => {
+  // A client whose third script call is sent with the bucket refilled (the test clock moves when the second
+  // answers) and whose answer — a grant — is held until the waiter has been aborted.
+  let t = 0;
+  let releaseHeld = () => {};
+  const held = new Promise<void>((resolve) => {
+    releaseHeld = resolve;
+  });
+  let heldNow = () => {};
+  const holding = new Promise<void>((resolve) => {
+    heldNow = resolve;
+  });
+  // Counted by answers (a first evalsha may fail NOSCRIPT and be sent again): the tryAcquire, the waiter's first
+  // try (refused: the clock then moves a refill on), the queue's next try (granted, and held).
+  let answers = 0;
+  const forward = async (call: () => Promise<unknown>) => {
+    const answer = await call();
+    const n = ++answers;
+    if (n === 2) t = 60_000;
+    if (n === 3) {
+      heldNow();
+      await held;
+    }
+    return answer;
+  };
+  const slow = {
+    evalsha: (...args: Parameters<Redis['evalsha']>) => forward(() => client.evalsha(...args)),
+    eval: (...args: Parameters<Redis['eval']>) => forward(() => client.eval(...args)),
+  };
+  const gated = redisStore({ client: slow as never, timeoutMs: 2000, clock: { now: () => t } });
+  const limiter = gated.limiter(
+    tokenBucket({ tokenLimit: 100, tokensPerPeriod: 100, period: '1m', queueLimit: 500, unit: 'tokens' }),
+    { name: uniqueName() },
+  );
+  assert.ok((await limiter.tryAcquire(100)).granted);
+  const abort = new AbortController();
+  const waiting = limiter.acquire(30, { signal: abort.signal });
+  await holding;
+  abort.abort();
+  await assert.rejects(waiting, { name: 'AbortError' });
+  releaseHeld();
+  for (let i = 0; i < 200 && (await limiter.tryAcquire(0)).remaining !== 100; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  assert.equal((await limiter.tryAcquire(0)).remaining, 100, 'the 30 granted after the abort came back');
 });

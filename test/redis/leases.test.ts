@@ -433,3 +433,32 @@ test("leases: true, false or 'auto', for windows, token buckets and concurrency 
   });
   return assert.rejects(tiers.tryAcquire('jobs'), /limiter\("jobs"\): leases are for/);
 });
+
+test('an overdraw on a leased limiter bypasses the batch: Redis grants it when the whole limit is free', async () => {
+  clock.set(10_000);
+  for (const make of [
+    () => fixedWindow({ permitLimit: 20, window: 1000, clock, overdraw: true, unit: 'tokens' }),
+    () =>
+      tokenBucket({
+        tokenLimit: 20,
+        tokensPerPeriod: 20,
+        period: 1000,
+        clock,
+        overdraw: true,
+        unit: 'tokens',
+      }),
+  ]) {
+    const leased = store.limiter(make(), { name: uniqueName(), leases: true });
+    const other = store.limiter(make(), { name: uniqueName(), leases: true });
+    // A batch taken for a small grant: the limit is not whole on Redis, so an overdraw is refused.
+    assert.equal((await leased.tryAcquire(1)).granted, true);
+    const refused = await leased.tryAcquire(30);
+    assert.equal(refused.granted, false);
+    assert.equal(refused.reason, 'limit');
+    // Untouched: granted by Redis, the 10 over the limit carried as debt.
+    const before = await calls();
+    assert.equal((await other.tryAcquire(30)).granted, true);
+    assert.equal((await calls()) - before, 1, 'one command: no batch');
+    assert.equal((await other.tryAcquire(1)).granted, false);
+  }
+});

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
 import {
+  chain,
   concurrency,
   fixedWindow,
   type Lease,
@@ -33,26 +34,47 @@ after(() => env.stop());
 type Make = (clock: TestClock) => RateLimiter;
 const LIMIT = 20;
 const kinds: Record<string, fc.Arbitrary<Make>> = {
-  'fixed window': fc.record({ window: fc.integer({ min: 1, max: 400 }), penalty: fc.boolean() }).map(
-    ({ window, penalty }) =>
-      (clock: TestClock) =>
-        fixedWindow({ permitLimit: LIMIT, window, clock, countRejected: penalty, unit: 'tokens' }),
-  ),
-  'sliding window': fc
-    .record({ window: fc.integer({ min: 7, max: 400 }), segments: fc.integer({ min: 1, max: 7 }) })
+  'fixed window': fc
+    .record({ window: fc.integer({ min: 1, max: 400 }), penalty: fc.boolean(), overdraw: fc.boolean() })
     .map(
-      ({ window, segments }) =>
+      ({ window, penalty, overdraw }) =>
         (clock: TestClock) =>
-          slidingWindow({ permitLimit: LIMIT, window, segmentsPerWindow: segments, clock, unit: 'tokens' }),
+          fixedWindow({
+            permitLimit: LIMIT,
+            window,
+            clock,
+            countRejected: penalty,
+            unit: 'tokens',
+            overdraw,
+          }),
+    ),
+  'sliding window': fc
+    .record({
+      window: fc.integer({ min: 7, max: 400 }),
+      segments: fc.integer({ min: 1, max: 7 }),
+      overdraw: fc.boolean(),
+    })
+    .map(
+      ({ window, segments, overdraw }) =>
+        (clock: TestClock) =>
+          slidingWindow({
+            permitLimit: LIMIT,
+            window,
+            segmentsPerWindow: segments,
+            clock,
+            unit: 'tokens',
+            overdraw,
+          }),
     ),
   'token bucket': fc
     .record({
       per: fc.integer({ min: 1, max: 10 }),
       period: fc.integer({ min: 1, max: 300 }),
       continuous: fc.boolean(),
+      overdraw: fc.boolean(),
     })
     .map(
-      ({ per, period, continuous }) =>
+      ({ per, period, continuous, overdraw }) =>
         (clock: TestClock) =>
           tokenBucket({
             tokenLimit: LIMIT,
@@ -61,6 +83,7 @@ const kinds: Record<string, fc.Arbitrary<Make>> = {
             replenishment: continuous ? 'continuous' : 'stepped',
             clock,
             unit: 'tokens',
+            overdraw,
           }),
     ),
 };
@@ -73,6 +96,14 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   {
     weight: 4,
     arbitrary: fc.record({ op: fc.constant('try' as const), n: fc.integer({ min: 0, max: LIMIT }) }),
+  },
+  // Above the limit: granted with overdraw when the whole limit is free, else a RangeError on both.
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('try' as const),
+      n: fc.integer({ min: LIMIT + 1, max: 3 * LIMIT }),
+    }),
   },
   {
     weight: 2,
@@ -92,7 +123,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
 );
 
 for (const [name, make] of Object.entries(kinds)) {
-  test(`${name}: after any settles, Redis decides exactly as memory (the Lua twin settles and carries debt alike)`, async () => {
+  test(`${name}: after any settles and overdraws, Redis decides exactly as memory (the Lua twin settles and carries debt alike)`, async () => {
     const { store, clock } = env;
     await fc.assert(
       fc.asyncProperty(make, fc.array(step, { maxLength: 50 }), async (build, steps) => {
@@ -106,6 +137,9 @@ for (const [name, make] of Object.entries(kinds)) {
             const pair = open.splice(s.pick % Math.max(1, open.length), 1)[0];
             pair?.[0].settle(s.actual);
             pair?.[1].settle(s.actual);
+          } else if (s.n > LIMIT && memory.options.overdraw !== true) {
+            assert.throws(() => memory.tryAcquire(s.n), RangeError);
+            await assert.rejects(redis.tryAcquire(s.n), RangeError);
           } else {
             const remote = await redis.tryAcquire(s.n);
             const local = memory.tryAcquire(s.n);
@@ -118,6 +152,40 @@ for (const [name, make] of Object.entries(kinds)) {
     );
   });
 }
+
+test('chains of two members, each with its own overdraw: Redis decides as memory, all or nothing (pair and general paths)', async () => {
+  const { store, clock } = env;
+  const member = fc.oneof(kinds['fixed window'], kinds['sliding window'], kinds['token bucket']);
+  await fc.assert(
+    fc.asyncProperty(member, member, fc.array(step, { maxLength: 40 }), async (first, second, steps) => {
+      clock.set(1000);
+      const memory = [first(clock), second(clock)];
+      const remote = [first(clock), second(clock)].map((l) => store.limiter(l, { name: uniqueName() }));
+      const local = chain(memory[0], memory[1]);
+      const redis = store.chain(remote[0], remote[1]);
+      const open: [Lease, Lease][] = [];
+      for (const [i, s] of steps.entries()) {
+        if (s.op === 'tick') clock.advance(s.dt);
+        else if (s.op === 'settle') {
+          const pair = open.splice(s.pick % Math.max(1, open.length), 1)[0];
+          pair?.[0].settle(s.actual);
+          pair?.[1].settle(s.actual);
+        } else if (s.n === 0) {
+          // A probe of a chain on Redis may answer a lease without members (seen, left alone: not a cost).
+        } else if (s.n > LIMIT && memory.some((m) => m.options.overdraw !== true)) {
+          assert.throws(() => local.tryAcquire(s.n), RangeError);
+          await assert.rejects(redis.tryAcquire(s.n), RangeError);
+        } else {
+          const r = await redis.tryAcquire(s.n);
+          const l = local.tryAcquire(s.n);
+          assert.deepEqual(fields(r), fields(l), `step ${i} at t=${clock.now()}: ${s.n}`);
+          if (l.granted && s.n > 0) open.push([l, r]);
+        }
+      }
+    }),
+    { numRuns: RUNS },
+  );
+});
 
 test('fixed window: debt carried window after window, on Redis as in memory (with and without countRejected)', async () => {
   const { store, clock } = env;

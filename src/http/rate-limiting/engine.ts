@@ -1,6 +1,8 @@
 import { describe } from '../../duration.ts';
 import { KeyedResource } from '../../limiters/keyed.ts';
-import type { Lease, ReleaseOutcome } from '../../limiters/lease.ts';
+import { Lease, type ReleaseOutcome } from '../../limiters/lease.ts';
+import type { MemoryLimiter } from '../../limiters/limiter.ts';
+import { OverLimitError } from '../../limiters/options.ts';
 import { rankOf } from '../../limiters/priority.ts';
 import { telemetry } from '../../telemetry.ts';
 import { emitFloodgateWarning } from '../../warning.ts';
@@ -217,6 +219,45 @@ export class RateLimiting {
   }
 
   #decideKeyed<C>(
+    resource: KeyedResource | undefined,
+    route: RouteLimits,
+    signal: (context: C) => AbortSignal | undefined,
+    context: C,
+    rank: number | undefined,
+    metrics: RouteMetrics,
+    permits: number,
+  ): Decision | Promise<Decision> {
+    if (permits === 1) return this.#ask(resource, route, signal, context, rank, metrics, 1);
+    // A cost estimate: one above the limit of a limiter that does not overdraw is the client's (413), not ours.
+    const tooLarge = (error: unknown): Decision => this.#tooLarge(error, route, resource, metrics);
+    try {
+      const decided = this.#ask(resource, route, signal, context, rank, metrics, permits);
+      return isThenable(decided) ? (decided as Promise<Decision>).then(undefined, tooLarge) : decided;
+    } catch (error) {
+      return tooLarge(error);
+    }
+  }
+
+  /**
+   * The rejection of a cost estimate larger than a limit that does not allow `overdraw`: it could never be
+   * granted, so it is answered at once (reason `'too-large'`, no `Retry-After`); any other error is rethrown.
+   */
+  #tooLarge(
+    error: unknown,
+    route: RouteLimits,
+    resource: KeyedResource | undefined,
+    metrics: RouteMetrics,
+  ): Decision {
+    if (!(error instanceof OverLimitError)) throw error;
+    const index = route.members.indexOf(error.source as never);
+    const member = route.members[index];
+    const key = resource?.keys[index];
+    const remaining = member?.store.sync === true ? (member as MemoryLimiter).available(key) : 0;
+    const lease = Lease.rejected('too-large', { limit: error.limit, remaining, source: error.source, key });
+    return this.#decided(route, lease, resource, metrics);
+  }
+
+  #ask<C>(
     resource: KeyedResource | undefined,
     route: RouteLimits,
     signal: (context: C) => AbortSignal | undefined,

@@ -197,6 +197,7 @@ export function rejection(
     if (rejecting >= 0) policies = [route.names[rejecting]];
     else if (policyName !== undefined) policies = [policyName];
   }
+  if (lease.reason === 'too-large') return tooLarge(options, lease, policies, headers);
   const { contentType, body } = rejectionBody({
     format: options.body,
     status: options.status,
@@ -205,4 +206,26 @@ export function rejection(
   });
   headers.push(['Content-Type', contentType]);
   return { status: options.status, headers, body };
+}
+
+/**
+ * A cost estimate above a limit that does not allow `overdraw` (reason `'too-large'`): 413 Content Too Large,
+ * whatever `status` says — retrying cannot help, so no `Retry-After` either.
+ */
+function tooLarge(
+  options: ResolvedOptions,
+  lease: Lease,
+  policies: string[] | undefined,
+  headers: Array<[string, string]>,
+): { status: number; headers: Array<[string, string]>; body: string } {
+  const of = policies === undefined ? '' : ` of policy ${JSON.stringify(policies[0])}`;
+  const detail = `Request too large: its cost estimate exceeds the limit (${lease.limit})${of}.`;
+  if (options.body === 'text') {
+    headers.push(['Content-Type', 'text/plain; charset=utf-8']);
+    return { status: 413, headers, body: detail };
+  }
+  const problem: Record<string, unknown> = { title: 'Content Too Large', status: 413, detail };
+  if (policies !== undefined) problem['violated-policies'] = policies;
+  headers.push(['Content-Type', 'application/problem+json']);
+  return { status: 413, headers, body: JSON.stringify(problem) };
 }

@@ -5,7 +5,8 @@
  *
  * - `ARGV[1]` the number of requests; then per request `op, permits, members, now` (`now` empty: Redis `TIME`)
  *   and per member `MEMBER_ARGS` values: `spec, origin, blocked, lease`, where `spec` is
- *   `kind:limit:p1:p2:countRejected:ttlPad:leaseTtl` (constant per limiter, so built once in JS). `KEYS` holds
+ *   `kind:limit:p1:p2:flags:ttlPad:leaseTtl` (constant per limiter, so built once in JS; flags 1 countRejected,
+ *   2 overdraw, added). `KEYS` holds
  *   one key per member, in the same order.
  * - the common request in short, members with origin '', not blocked, no lease (arguments cost time at both
  *   ends): one member `T|W, permits, now, spec` (`t`/`w`); a chain `C|D, permits, now, members, spec…`; and
@@ -53,7 +54,9 @@ local function spec(text)
     seg = kind == 'sw' and p1 / p2 or 0,
     rate = (kind == 'tb' or kind == 'tc') and p1 / p2 or 0,
     continuous = kind == 'tc',
-    countRejected = cr == '1',
+    -- Flags: 1 countRejected, 2 overdraw.
+    countRejected = cr == '1' or cr == '3',
+    overdraw = cr == '2' or cr == '3',
     pad = tonumber(pad),
     leaseTtl = tonumber(ttl),
     lockFor = tonumber(lockFor),

@@ -95,17 +95,21 @@ local function fixedWindowTry(c, raw, origin, blocked, op, permits, now)
     if c.countRejected or debt <= 0 then count = 0 else count = debt end
   end
   local dirty = start ~= before
-  -- (A grant never leaves the count over the limit: a stored expiry for debt, windows further, is kept.)
+  -- (Only an overdraw leaves the count over the limit, from a count of 0, whose expiry is not kept: a stored
+  -- expiry for debt, windows further, is kept.)
   local keepTtl = before ~= nil and before == start and second > 0
   local need = permits
-  if need == 0 then need = 1 end
+  -- An overdraw (more than the limit, with the overdraw option) needs the whole limit free.
+  if need == 0 then need = 1 elseif need > limit and c.overdraw then need = limit end
   local res
   if limit - count >= need and (permits == 0 or not blocked) then
     if permits > 0 then
       count = count + permits
       dirty = true
       local reset = 0
-      if count ~= 0 then reset = start + w - now end
+      -- Over the limit only after an overdraw (from a count of 0): its debt is paid windows further.
+      if count > limit and not c.countRejected then reset = start + fwWindows(c, count, limit) * w - now
+      elseif count ~= 0 then reset = start + w - now end
       local left = limit - count
       if left < 0 then left = 0 end
       -- grantedText written out for whole numbers (the call is a sixtieth of the decision).

@@ -87,6 +87,13 @@ local function own(m, permits)
   return permits
 end
 
+-- What member m needs available to take p permits: one for a probe, the whole limit for an overdraw.
+local function needOf(m, p)
+  if p == 0 then return 1 end
+  if p > m.c.limit and m.c.overdraw then return m.c.limit end
+  return p
+end
+
 local function decide(op, permits, ms, now)
   if op == 'p' then
     local res = {}
@@ -146,8 +153,6 @@ local function decide(op, permits, ms, now)
     end
     return ''
   end
-  local need = permits
-  if need == 0 then need = 1 end
   local n = #ms
   for j = 1, n do
     local lock = ms[j].lockUntil
@@ -156,7 +161,7 @@ local function decide(op, permits, ms, now)
   local blocked = 0
   for j = 1, n do
     local p = own(ms[j], permits)
-    if not canGrant(ms[j], p, p == permits and need or 1) then
+    if not canGrant(ms[j], p, needOf(ms[j], p)) then
       blocked = j
       break
     end
@@ -188,12 +193,12 @@ local function decide(op, permits, ms, now)
     m.a.take(m.c, m.s, own(m, permits))
     m.dirty = true
   end
-  local retry = m.a.retryAfter(m.c, m.s, now, own(m, permits) == permits and need or 1)
+  local retry = m.a.retryAfter(m.c, m.s, now, needOf(m, own(m, permits)))
   local longest = retry
   for j = 1, n do
     local o = ms[j]
     local p = own(o, permits)
-    local oneed = p == permits and need or 1
+    local oneed = needOf(o, p)
     if j ~= blocked and not canGrant(o, p, oneed) then
       local wait = o.a.retryAfter(o.c, o.s, now, oneed)
       if wait == wait and (longest ~= longest or wait > longest) then longest = wait end
@@ -287,7 +292,8 @@ local function singleTry(c, raw, origin, blocked, op, permits, now)
   -- A take keeps the key's expiry when it keeps the state's time to full (see \`keepsOnTake\`).
   local keepTtl = before ~= nil and a.keepsOnTake ~= nil and a.keepsOnTake(c, before, s, now)
   local need = permits
-  if need == 0 then need = 1 end
+  -- An overdraw (more than the limit, with the overdraw option) needs the whole limit free.
+  if need == 0 then need = 1 elseif need > c.limit and c.overdraw then need = c.limit end
   local res
   if a.available(c, s) >= need and (permits == 0 or not blocked) then
     if permits > 0 then

@@ -44,7 +44,8 @@ local function pairDecide(op, permits, n, now)
   local blocked = 0
   for j = 1, n do
     local c = PC[j]
-    if c.a.available(c, PS[j]) < need then
+    -- An overdraw (more than the limit, with the overdraw option) needs the whole limit free.
+    if c.a.available(c, PS[j]) < ((need > c.limit and c.overdraw) and c.limit or need) then
       blocked = j
       break
     end
@@ -85,12 +86,13 @@ local function pairDecide(op, permits, n, now)
     a.take(c, s, permits)
     PDIRTY[blocked] = true
   end
-  local retry = a.retryAfter(c, s, now, need)
+  local retry = a.retryAfter(c, s, now, (need > c.limit and c.overdraw) and c.limit or need)
   local longest = retry
   for j = 1, n do
     local oc, os = PC[j], PS[j]
-    if j ~= blocked and oc.a.available(oc, os) < need then
-      local wait = oc.a.retryAfter(oc, os, now, need)
+    local oneed = (need > oc.limit and oc.overdraw) and oc.limit or need
+    if j ~= blocked and oc.a.available(oc, os) < oneed then
+      local wait = oc.a.retryAfter(oc, os, now, oneed)
       if wait == wait and (longest ~= longest or wait > longest) then longest = wait end
     end
   end

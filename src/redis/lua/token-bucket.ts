@@ -86,7 +86,8 @@ local function tokenBucketTry(c, raw, origin, blocked, op, permits, now)
   end
   local dirty = stamp ~= before
   local need = permits
-  if need == 0 then need = 1 end
+  -- An overdraw (more than the limit, with the overdraw option) needs the whole bucket full.
+  if need == 0 then need = 1 elseif need > limit and c.overdraw then need = limit end
   local res
   if floor(tokens + EPSILON) >= need and (permits == 0 or not blocked) then
     if permits > 0 then
