@@ -100,6 +100,11 @@ for (const [run, name] of names.entries()) {
       await until('healthy masters after', () =>
         [0, 1, 2].filter((m) => m !== victim).every((m) => fromRedisSince(m, promoted)),
       );
+      // Enough of them to mean something, however fast the client saw the failover (valkey-glide's took 0.5 s).
+      await until(
+        'a hundred decisions on the healthy masters',
+        () => answers.filter((a) => a.master !== victim).length > 100,
+      );
     } finally {
       running = false;
       await Promise.all(loops);
