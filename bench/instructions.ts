@@ -17,6 +17,8 @@
  *   npm run bench:instructions
  *   REF=<commit> (compare with another commit)   ONLY=hot,chain (scenarios)   LONG=600000 SHORT=100000
  *   PARALLEL=2 (valgrind children at once; counts do not depend on load)   KEEP=1 (keep the temp dir)
+ *   KEEP_NAMES=1 (both bundles with esbuild's keepNames, as tsx and name-keeping bundles compile: a class whose
+ *   `name` is redefined and that the engine constructs on every decision shows here, ~5× the count)
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -102,6 +104,7 @@ async function bundle(name: string, src: string): Promise<string> {
     format: 'esm',
     outfile: out,
     logLevel: 'error',
+    keepNames: process.env.KEEP_NAMES === '1',
   });
   return out;
 }

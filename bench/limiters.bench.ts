@@ -1,6 +1,11 @@
 /**
  * Decisions per key, floodgate beside its peers, in one run, alternating, medians.
- *   npm run bench            (this file; then heap bytes per partition in child processes)
+ *   npm run bench            (builds, then this file; then heap bytes per partition in child processes)
+ *
+ * floodgate is imported from `dist/`, the build users install, not from `src/` through tsx: tsx compiles with
+ * esbuild's `keepNames`, whose `name` redefined on every class made each decision 5-7× slower than the build
+ * (6 December 2026: 343-638 ns against 54-59 ns a hot-key decision), and every figure taken that way measured the
+ * transpiler, not floodgate.
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -8,7 +13,7 @@ import { MemoryStore } from 'express-rate-limit';
 import { TokenBucket } from 'limiter';
 import pLimit from 'p-limit';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
-import { concurrency, fixedWindow, partitioned, slidingWindow, tokenBucket } from '../src/index.ts';
+import { concurrency, fixedWindow, partitioned, slidingWindow, tokenBucket } from '../dist/index.js';
 import { compare, print } from './harness.ts';
 
 const N = 200_000;
@@ -89,6 +94,13 @@ const many = await compare(
       name: 'reference: bare Map.get',
       run(n: number) {
         for (let j = 0; j < n; j++) sink += reference.get(keys[j % keys.length])!;
+      },
+    },
+    {
+      // The issue's floor (#24): a lookup and a clock read, what any limiter must do per decision.
+      name: 'reference: bare Map.get + performance.now()',
+      run(n: number) {
+        for (let j = 0; j < n; j++) sink += reference.get(keys[j % keys.length])! + performance.now();
       },
     },
     floodgate('floodgate fixedWindow (partitioned)', fw(), true),
