@@ -15,7 +15,8 @@ import { redisStore } from '../src/redis/index.ts';
 
 export interface LeaseBenchJob {
   port: number;
-  kind: 'fixed' | 'sliding' | 'bucket';
+  /** `chain`: a chain of two fixed windows (`limit`, `windowMs`) in one slot, decided only as a chain. */
+  kind: 'fixed' | 'sliding' | 'bucket' | 'chain';
   mode: 'strict' | 'leases' | 'auto';
   limit: number;
   windowMs: number;
@@ -66,11 +67,18 @@ async function run(job: LeaseBenchJob): Promise<LeaseBenchReport> {
           period: job.refill!.periodMs,
           replenishment: 'continuous',
         })
-      : job.kind === 'fixed'
+      : job.kind === 'fixed' || job.kind === 'chain'
         ? fixedWindow({ permitLimit: job.limit, window: job.windowMs })
         : slidingWindow({ permitLimit: job.limit, window: job.windowMs, segmentsPerWindow: job.segments });
   const leases = job.mode === 'strict' ? false : job.mode === 'leases' ? true : 'auto';
-  const limiter = store.limiter(spec, { name: job.name, hashTag: job.name, leases });
+  const limiter =
+    job.kind === 'chain'
+      ? store.chain(
+          ...['a', 'b'].map((m) =>
+            store.limiter(spec, { name: `${job.name}-${m}`, hashTag: job.name, leases }),
+          ),
+        )
+      : store.limiter(spec, { name: job.name, hashTag: job.name, leases });
   const key = `floodgate:{${job.name}}${job.name}`;
   // The batch a grant came from: the store's internals, read only.
   const entries = (

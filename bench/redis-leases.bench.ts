@@ -3,7 +3,7 @@
  * Node processes (`bench/redis-leases-worker.ts`) on one hot key.
  *
  *   npm run bench:redis:leases                  everything, well under three minutes
- *   ONLY=bound|cost|share|threshold|bucket …    one section
+ *   ONLY=bound|cost|share|threshold|bucket|chain …    one section
  *   WINDOWS=20 WINDOW_MS=200 ROUNDS=2 PHASE_MS=1500 …
  *
  * Sections:
@@ -25,6 +25,8 @@
  * - bucket: a leased token bucket, N = 4 and 8: the worst overshoot over any span against the stated bound (1 %
  *   of tokenLimit), from grants timed on the machine clock (see `bucket`); then the cost section's table on a
  *   bucket.
+ * - chain: the cost section's table on a chain of two fixed windows (one hash tag), decided only as a chain:
+ *   what a leased chain's round trips cost Redis when its members are hot through the chain alone.
  *
  * Ctrl-C kills the workers and redis-server.
  */
@@ -221,9 +223,10 @@ async function bound(): Promise<void> {
   }
 }
 
-async function cost(kind: 'fixed' | 'bucket' = 'fixed'): Promise<void> {
+async function cost(kind: 'fixed' | 'bucket' | 'chain' = 'fixed'): Promise<void> {
+  const what = { fixed: '', bucket: ', token bucket', chain: ', a chain of two fixed windows' }[kind];
   console.log(
-    `\n## Cost${kind === 'bucket' ? ', token bucket' : ''}: one hot key, every decision a grant, closed loop (64 in flight per process), ${ROUNDS} rounds of ${PHASE_MS} ms per mode, modes alternated`,
+    `\n## Cost${what}: one hot key, every decision a grant, closed loop (64 in flight per process), ${ROUNDS} rounds of ${PHASE_MS} ms per mode, modes alternated`,
   );
   console.log('| N | mode | Redis commands per decision | decisions/s per process | of strict |');
   console.log('|---:|---|---:|---:|---:|');
@@ -476,6 +479,7 @@ try {
   if (!ONLY || ONLY === 'share') await share();
   if (!ONLY || ONLY === 'threshold') await threshold();
   if (!ONLY || ONLY === 'bucket') await bucket();
+  if (!ONLY || ONLY === 'chain') await cost('chain');
 } finally {
   admin.disconnect();
   for (const child of children) child.kill('SIGKILL');

@@ -67,6 +67,14 @@ export class Batch {
     return true;
   }
 
+  /**
+   * `n` permits of this key were decided on Redis rather than here (a chain's round trip): demand all the same,
+   * which sizes the next take.
+   */
+  demanded(n: number): void {
+    this.spent += n;
+  }
+
   /** Whether `now` is inside a rejection Redis answered: decided here, rejected. */
   denied(now: number, n = this.deniedNeed): boolean {
     return now < this.deniedUntil && n === this.deniedNeed;

@@ -105,13 +105,43 @@ export class Dispatcher {
       this.call([request], slot);
       return;
     }
+    const group = this.groupOf(slot);
+    group.push(request);
+    this.gathered(group, slot);
+  }
+
+  /**
+   * Sends `requests` (keys of one slot) in one call, in this order: now, or with the other requests of this tick
+   * for their slot (one per call while the slot is being migrated).
+   */
+  sendAll(requests: readonly Request[]): void {
+    const slot = this.runner.cluster ? keySlot(requests[0].key) : 0;
+    if (this.unstable.size > 0 && this.isUnstable(slot)) {
+      for (const r of requests) this.call([r], slot);
+      return;
+    }
+    if (!this.coalesce || (this.outstanding === 0 && !this.scheduled)) {
+      this.call(requests.slice(), slot);
+      return;
+    }
+    const group = this.groupOf(slot);
+    for (const r of requests) group.push(r);
+    this.gathered(group, slot);
+  }
+
+  /** The group gathering for `slot` (pending for this tick's flush from its first request). */
+  private groupOf(slot: number): Request[] {
     let group = this.groups.get(slot);
     if (group === undefined) {
       group = [];
       this.groups.set(slot, group);
     }
     if (group.length === 0) this.pending.push(slot);
-    group.push(request);
+    return group;
+  }
+
+  /** `group` gathered a request: sent now when large, else at the tick's end. */
+  private gathered(group: Request[], slot: number): void {
     // A group as large as what Redis is deciding now goes at once rather than at the end of the tick: Redis
     // decides it while this process answers the rest and gathers the next batch. One batch for everything in
     // flight leaves one side idle while the other works (this process was idle 44 % of the time at 64 in
@@ -312,6 +342,11 @@ export class Dispatcher {
     if (this.head === queue.length) {
       queue.length = 0;
       this.head = 0;
+      // No call in flight, no deadline to keep: an armed timer would hold the process open for up to `timeoutMs`.
+      if (this.timer !== undefined) {
+        clearTimeout(this.timer);
+        this.timer = undefined;
+      }
     } else if (this.head >= 1024) {
       this.queue = queue.slice(this.head);
       this.head = 0;

@@ -169,16 +169,59 @@ export class Engine implements DecisionHost {
         return this.leases.decide(binding, op, permits, reason, asLease);
       }
     }
-    // A chain whose members are all leased windows or buckets: from their batches when each holds the permits.
-    if (
+    // A chain whose members are all leased windows or buckets (with 'auto', each key hot here, chain decisions
+    // counted too): from their batches when each holds the permits, else one round trip that takes batches too.
+    const leasedChain =
       binding.chain &&
       !blockedFirst &&
       permits > 0 &&
-      binding.members.every((_m, i) => leasable(binding, i, permits))
-    ) {
-      const local = this.leases.chain(binding, permits, asLease);
-      if (local !== undefined) return Promise.resolve(local);
+      binding.ones === undefined &&
+      this.leasedChain(binding, permits);
+    if (leasedChain) return this.leasedChainDecision(binding, op, permits, reason, asLease, 0);
+    // A probe of such a chain gives back what the batches hold first (and takes nothing): answered exactly.
+    const probe = binding.chain && permits === 0 && binding.members.every((_m, i) => leasable(binding, i, 0));
+    return this.remote(binding, op, permits, reason, blockedFirst, asLease, probe);
+  }
+
+  /**
+   * A chain of leased members: from their batches when each holds the permits; else, while a member's take is in
+   * flight (a batch ran out this tick), again once it is answered, so that the decisions of that tick do not each
+   * go to Redis (a few times at most: takes answered meanwhile may be spent by others first); else on Redis.
+   */
+  private leasedChainDecision(
+    binding: Binding,
+    op: 't' | 'w',
+    permits: number,
+    reason: string,
+    asLease: boolean,
+    waited: number,
+  ): Promise<Decided | Lease> {
+    const local = this.leases.chain(binding, permits, asLease);
+    if (local !== undefined) return Promise.resolve(local);
+    if (waited < 3 && this.leases.takeInFlight(binding)) {
+      return new Promise((resolve) =>
+        this.leases.afterTake(binding, () =>
+          resolve(this.leasedChainDecision(binding, op, permits, reason, asLease, waited + 1)),
+        ),
+      );
     }
+    return this.remote(binding, op, permits, reason, false, asLease, true);
+  }
+
+  /**
+   * A decision on Redis (or the blocked cache, or `onUnavailable` while its node is skipped). With `batches`
+   * (a leased chain, or a probe of one), the call gives back what its members' batches hold and takes new ones
+   * ({@link Leases.chainCall}).
+   */
+  private remote(
+    binding: Binding,
+    op: 't' | 'w',
+    permits: number,
+    reason: string,
+    blockedFirst: boolean,
+    asLease: boolean,
+    batches: boolean,
+  ): Promise<Decided | Lease> {
     const cacheKey = this.options.cacheBlocked ? binding.members.map((m) => m.key).join('\n') : '';
     if (cacheKey !== '') {
       const hit = this.blockedUntil.get(cacheKey);
@@ -221,8 +264,25 @@ export class Engine implements DecisionHost {
         resolve,
         reject,
       });
-      this.dispatcher.send(decision);
+      const around = batches ? this.leases.chainCall(binding, permits) : undefined;
+      if (around === undefined) this.dispatcher.send(decision);
+      else this.dispatcher.sendAll([...around.before, decision, ...around.after]);
     });
+  }
+
+  /**
+   * Whether every member of a chain is decided from batches: leased windows or buckets, a `leases: 'auto'`
+   * member while its key is hot here (this decision counted for each).
+   */
+  private leasedChain(binding: Binding, permits: number): boolean {
+    const members = binding.members;
+    let leased = true;
+    for (let i = 0; i < members.length; i++) {
+      if (!leasable(binding, i, permits)) return false;
+      const m = members[i];
+      if (m.leased === 'auto' && !this.leasePolicy.leased(m.key)) leased = false;
+    }
+    return leased;
   }
 
   /** `onUnavailable`'s answer while `binding`'s node is skipped after a failure, else undefined. */
@@ -456,10 +516,10 @@ export class Engine implements DecisionHost {
 }
 
 /**
- * Whether a chain's member may be decided from this process's batch: leased (`true`, or `'auto'` while its key
- * holds a batch here), time-based, and without priority classes (a batch is taken for the whole limit).
+ * Whether member `i` of `binding` may decide `permits` from this process's batch: leased (`true`, or `'auto'`
+ * while its key is hot here), time-based, without priority classes (a batch is taken for the whole limit), and
+ * not an overdraw (more than the limit goes to Redis).
  */
-/** Whether member `i` of `binding` may decide `permits` from its batch: an overdraw goes to Redis. */
 function leasable(binding: Binding, i: number, permits: number): boolean {
   const m = binding.members[i];
   return (

@@ -66,6 +66,8 @@ interface Entry {
   holders: string | undefined;
   /** Decisions waiting for the take in flight (undefined: none in flight). */
   waiting: Waiter[] | undefined;
+  /** Chain decisions to make again once the take in flight is answered (or failed). */
+  chains?: (() => void)[] | undefined;
 }
 
 /** Keys held at most; beyond, the oldest entry is given back and dropped. */
@@ -91,6 +93,29 @@ export class Leases {
     reason: string,
     asLease: boolean,
   ): Promise<Decided | Lease> {
+    const entry = this.entryOf(binding);
+    const w: Waiter = { permits, op, reason, asLease, resolve: noop };
+    if (entry.waiting !== undefined) {
+      return new Promise((resolve) => {
+        w.resolve = resolve;
+        entry.waiting!.push(w);
+      });
+    }
+    const now = this.host.clock();
+    const answer = this.local(entry, w, now);
+    if (answer !== undefined) return Promise.resolve(answer);
+    const skipped = this.host.skipped(binding, permits);
+    if (skipped !== undefined)
+      return Promise.resolve(asLease ? skipped : { lease: skipped, blocked: -1, local: true });
+    return new Promise((resolve) => {
+      w.resolve = resolve;
+      entry.waiting = [w];
+      this.take(entry, permits, now);
+    });
+  }
+
+  /** The entry of `binding`'s lone member, made (or renewed, if its tier changed) as needed. */
+  private entryOf(binding: Binding): Entry {
     const m = binding.members[0];
     let entry = this.entries.get(m.key);
     if (entry === undefined) {
@@ -111,24 +136,7 @@ export class Leases {
       entry.binding = binding;
       entry.holders = holdersKey(m);
     }
-    const w: Waiter = { permits, op, reason, asLease, resolve: noop };
-    if (entry.waiting !== undefined) {
-      return new Promise((resolve) => {
-        w.resolve = resolve;
-        entry.waiting!.push(w);
-      });
-    }
-    const now = this.host.clock();
-    const answer = this.local(entry, w, now);
-    if (answer !== undefined) return Promise.resolve(answer);
-    const skipped = this.host.skipped(binding, permits);
-    if (skipped !== undefined)
-      return Promise.resolve(asLease ? skipped : { lease: skipped, blocked: -1, local: true });
-    return new Promise((resolve) => {
-      w.resolve = resolve;
-      entry.waiting = [w];
-      this.take(entry, permits, now);
-    });
+    return entry;
   }
 
   /** The answer from the batch alone (a grant, or a cached denial), or undefined when Redis must be asked. */
@@ -185,6 +193,71 @@ export class Leases {
     this.startSweeper();
     const lease = new RedisChainLease(leases[decisive], leases, this.host.settle);
     return asLease ? lease : { lease, blocked: -1, local: false };
+  }
+
+  /**
+   * What a chain that asks Redis sends in its call beside its decision (undefined: nothing). Before it, what its
+   * members' batches hold, given back: Redis decides the chain on every permit this process has not spent, as
+   * without leases (a batch's permits are counted there as taken). After it, a take for each member (none in
+   * flight, no rejection cached for that count), sized to the member's demand as its own decisions' takes are,
+   * so that the chain's next decisions are made here. A take answered after the chain was rejected holds a batch
+   * no chain spends: the sweeper gives it back once unused, as any batch.
+   */
+  chainCall(binding: Binding, permits: number): { before: Request[]; after: Request[] } | undefined {
+    const now = this.host.clock();
+    const before: Request[] = [];
+    const after: Request[] = [];
+    const members = binding.members;
+    for (let i = 0; i < members.length; i++) {
+      const m = members[i];
+      // One key twice in a chain: given back and taken once.
+      let twice = false;
+      for (let j = 0; j < i; j++) if (members[j].key === m.key) twice = true;
+      if (twice) continue;
+      // A probe takes nothing, and makes no entry: what the batches hold goes back, so that it answers exactly.
+      const entry =
+        permits === 0
+          ? this.entries.get(m.key)
+          : this.entryOf({ members: [m], partKey: m.partKey, chain: false });
+      if (entry === undefined) continue;
+      entry.batch.demanded(permits);
+      if (entry.waiting !== undefined) continue;
+      const back = entry.batch.takeAll();
+      if (back !== undefined) before.push(this.giveBackRequest(entry, back));
+      if (permits === 0 || entry.batch.denied(now, permits)) continue;
+      entry.waiting = [];
+      after.push(this.takeRequest(entry, permits, now));
+    }
+    return before.length + after.length === 0 ? undefined : { before, after };
+  }
+
+  /** Whether the take of a member of `binding` is in flight. */
+  takeInFlight(binding: Binding): boolean {
+    return this.inFlight(binding) !== undefined;
+  }
+
+  private inFlight(binding: Binding): Entry | undefined {
+    for (const m of binding.members) {
+      const entry = this.entries.get(m.key);
+      if (entry?.waiting !== undefined) return entry;
+    }
+    return undefined;
+  }
+
+  /** Runs `then` once the take in flight for a member of `binding` ({@link takeInFlight}) is answered or failed. */
+  afterTake(binding: Binding, then: () => void): void {
+    const entry = this.inFlight(binding);
+    if (entry === undefined) then();
+    else if (entry.chains === undefined) entry.chains = [then];
+    else entry.chains.push(then);
+  }
+
+  /** The chain decisions that waited for `entry`'s take, made again now. */
+  private chainsAfter(entry: Entry): void {
+    const chains = entry.chains;
+    if (chains === undefined) return;
+    entry.chains = undefined;
+    for (const then of chains) then();
   }
 
   private granted(entry: Entry, w: Waiter, permits: number, now: number): Decided | Lease {
@@ -250,6 +323,11 @@ export class Leases {
 
   /** Sends a take for `need` permits (and as many more as the demand says), sent at `now`. */
   private take(entry: Entry, need: number, now: number): void {
+    this.host.send(this.takeRequest(entry, need, now));
+  }
+
+  /** The request of a take for `need` permits (see {@link take}), to send at `now`. */
+  private takeRequest(entry: Entry, need: number, now: number): Request {
     const want = entry.batch.want(need === 0 ? 1 : need, now);
     const args: string[] = [];
     const key = entry.member.key;
@@ -261,7 +339,7 @@ export class Leases {
       this.bucketArgs(args, entry, holders, 'l', want, String(need), entry.batch.takeAll()?.permits ?? 0);
     }
     let answered = false;
-    this.host.send({
+    return {
       key,
       keysTo: (out) => {
         out.push(key);
@@ -273,7 +351,7 @@ export class Leases {
       answer: (reply) => {
         answered = true;
         this.host.answered(entry.binding);
-        this.taken(entry, reply, now);
+        this.taken(entry, reply, now, need === 0 ? 1 : need);
       },
       fail: (error) => {
         if (answered) return;
@@ -287,11 +365,11 @@ export class Leases {
         if (f[0] === '1' && holders === undefined)
           this.giveBack(entry, { permits: Number(f[1]), mark: f[4] });
       },
-    });
+    };
   }
 
-  /** The take came back: fill the batch and serve the waiting decisions in order. */
-  private taken(entry: Entry, reply: string, sentAt: number): void {
+  /** The take for `need` permits came back: fill the batch and serve the waiting decisions in order. */
+  private taken(entry: Entry, reply: string, sentAt: number, need: number): void {
     const f = reply.split(',');
     const batch = entry.batch;
     const now = this.host.clock();
@@ -309,8 +387,8 @@ export class Leases {
       );
       this.startSweeper();
     } else {
-      const first = entry.waiting?.[0]?.permits ?? 1;
-      batch.rejected(Number(f[2]), now, first === 0 ? 1 : first);
+      // Rejected for the count the take needed (its first waiter's, or a chain's).
+      batch.rejected(Number(f[2]), now, need);
       // What Redis said is left for the fleet, and when the key is full again: the rejection's fields.
       batch.fleet = Number(f[4]);
       if (f[5] !== '') batch.resetAt = now + Number(f[5]);
@@ -327,13 +405,15 @@ export class Leases {
       // The batch ran out (or was void when it came): the rest wait for the next take.
       entry.waiting = waiting.slice(i);
       this.take(entry, w.permits, now);
-      return;
+      break;
     }
+    this.chainsAfter(entry);
   }
 
   /** The take failed or was late: every waiting decision gets `onUnavailable`'s answer. */
   private failed(entry: Entry, error: StoreUnavailableError): void {
     failWaiting(this.host, entry, error);
+    this.chainsAfter(entry);
   }
 
   /** A local grant refunded: into the batch while it is live, else given back to its window (segment). */
@@ -353,6 +433,11 @@ export class Leases {
 
   private giveBack(entry: Entry, back: { permits: number; mark: string } | undefined): void {
     if (back === undefined || back.permits <= 0) return;
+    this.host.send(this.giveBackRequest(entry, back));
+  }
+
+  /** The request that gives `back` to Redis (see {@link giveBack}). */
+  private giveBackRequest(entry: Entry, back: { permits: number; mark: string }): Request {
     const args: string[] = [];
     const key = entry.member.key;
     const holders = entry.holders;
@@ -363,7 +448,7 @@ export class Leases {
     }
     // A failure leaves the permits counted until their window (segment) leaves, a bucket's until its record
     // expires: never an over-admission.
-    this.host.send({
+    return {
       key,
       keysTo: (out) => {
         out.push(key);
@@ -374,7 +459,7 @@ export class Leases {
       },
       answer: noop,
       fail: noop,
-    });
+    };
   }
 
   /** A bucket's take or give-back: the bucket (`need`), then its holders (`holder:back`). */

@@ -13,11 +13,22 @@ import {
   slidingWindow,
   tokenBucket,
 } from '../../src/index.ts';
-import { fields, leaseOption, same, startStore, Twin, uniqueName } from './twin.ts';
+import {
+  chainTag,
+  chainTagOf,
+  fields,
+  GLIDE_CLUSTER,
+  leaseOption,
+  same,
+  startGlideClusterStore,
+  startStore,
+  Twin,
+  uniqueName,
+} from './twin.ts';
 
-let env: Awaited<ReturnType<typeof startStore>>;
+let env: Awaited<ReturnType<typeof startGlideClusterStore>>;
 before(async () => {
-  env = await startStore();
+  env = GLIDE_CLUSTER ? await startGlideClusterStore() : await startStore();
 });
 after(() => env.stop());
 
@@ -203,8 +214,8 @@ test('chain: a rejection by a later member consumes nothing; the longest wait is
   const [r1, r2] = make();
   const memory = chain(m1, m2);
   const redis = store.chain(
-    store.limiter(r1, { name: uniqueName(), ...leaseOption(r1) }),
-    store.limiter(r2, { name: uniqueName(), ...leaseOption(r2) }),
+    store.limiter(r1, { name: uniqueName(), ...chainTag, ...leaseOption(r1) }),
+    store.limiter(r2, { name: uniqueName(), ...chainTag, ...leaseOption(r2) }),
   );
   for (let i = 0; i < 4; i++) await same(redis.tryAcquire(), memory.tryAcquire(), `request ${i}`);
   clock.set(150);
@@ -229,6 +240,7 @@ test('leases name their partition key as in memory: partitioned, queued, and eac
     name: uniqueName(),
     key: (ip: string) => `ip:${ip}`,
     limiter: spec(),
+    ...chainTagOf,
     ...leaseOption(spec()),
   });
   const first = await same(redisPart.tryAcquire('1.2.3.4'), memoryPart.tryAcquire('1.2.3.4'), 'granted');
@@ -238,7 +250,7 @@ test('leases name their partition key as in memory: partitioned, queued, and eac
   const global = () => fixedWindow({ permitLimit: 5, window: 1000, clock });
   const memory = chain(global(), memoryPart);
   const redis = store.chain(
-    store.limiter(global(), { name: uniqueName(), ...leaseOption(global()) }),
+    store.limiter(global(), { name: uniqueName(), ...chainTag, ...leaseOption(global()) }),
     redisPart,
   );
   const rejected = await same(redis.tryAcquire('1.2.3.4'), memory.tryAcquire('1.2.3.4'), 'chain rejected');

@@ -339,3 +339,22 @@ test('in Cluster, a call refused with TRYAGAIN is split: each decision resent al
   for (const c of runner.calls.slice(6)) c.answer(c.keys[0]);
   assert.deepEqual([await keep, ...(await Promise.all(more))], ['{other}x', '{s}e', '{s}f']);
 });
+
+test('once every call is answered no deadline timer is left: a store does not hold the process open for timeoutMs', async () => {
+  const runner = fakeRunner(false);
+  const dispatcher = new Dispatcher(runner, 60_000, true);
+  const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+  const idle = timers();
+  const replies = [0, 1, 2].map((i) => dispatcher.request([`k${i}`], ['t']));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(timers(), idle + 1, 'one timer keeps the deadlines of the calls in flight');
+  runner.calls[0].answer('r0');
+  assert.equal(timers(), idle + 1, 'a call is still in flight');
+  runner.calls[1].answer('r1;r2');
+  await Promise.all(replies);
+  assert.equal(timers(), idle, 'nothing in flight: no timer');
+  // The next call arms it again, and its deadline still holds.
+  const late = new Dispatcher(runner, 20, true);
+  const failed = late.request(['k4'], ['t']);
+  await assert.rejects(failed, StoreUnavailableError);
+});
