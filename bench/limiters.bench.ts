@@ -13,8 +13,14 @@ import { MemoryStore } from 'express-rate-limit';
 import { TokenBucket } from 'limiter';
 import pLimit from 'p-limit';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
-import { concurrency, fixedWindow, partitioned, slidingWindow, tokenBucket } from '../dist/index.js';
+import type * as Floodgate from '../src/index.ts';
 import { compare, print } from './harness.ts';
+
+// Typed by src (a fresh clone has no dist/ to typecheck against), run from the build.
+const dist = new URL('../dist/index.js', import.meta.url).href;
+const { concurrency, fixedWindow, partitioned, slidingWindow, tokenBucket } = (await import(
+  dist
+)) as typeof Floodgate;
 
 const N = 200_000;
 const HUGE = 1_000_000_000; // nothing is rejected: every contender takes its grant path

@@ -2,8 +2,11 @@
 import { randomBytes } from 'node:crypto';
 import { MemoryStore } from 'express-rate-limit';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
-// The build users install (see limiters.bench.ts).
-import { fixedWindow, partitioned, slidingWindow, tokenBucket } from '../dist/index.js';
+import type * as Floodgate from '../src/index.ts';
+
+// The build users install (see limiters.bench.ts), typed by src (a fresh clone has no dist/ to typecheck against).
+const dist = new URL('../dist/index.js', import.meta.url).href;
+const { fixedWindow, partitioned, slidingWindow, tokenBucket } = (await import(dist)) as typeof Floodgate;
 
 const KEYS = 1_000_000;
 const who = process.argv[2];
