@@ -124,14 +124,17 @@ test('a server without Functions (Redis 6) or an ACL that forbids them: scripts,
 test('bad options are TypeErrors naming the option and the value', () => {
   assert.throws(
     () => redisStore({ client: {} as never }),
-    /client must be an ioredis or iovalkey client .*valkey-glide client \(GlideClient \/ GlideClusterClient\); .*neither evalsha, evalSha nor customCommand/,
+    /client must be an ioredis or iovalkey client .*valkey-glide GlideClient; .*neither evalsha, evalSha nor customCommand/,
   );
   assert.throws(() => redisStore(null as never), /options must be an object; got null/);
-  // valkey-glide's Cluster client, told apart from its GlideClient as the store does it (test/redis/cluster.test.ts
-  // runs it on a Cluster).
+  // valkey-glide's Cluster client, told apart from its GlideClient as the store does it.
   assert.equal(typeof GlideClusterClient.prototype.fcallWithRoute, 'function');
   assert.equal('fcallWithRoute' in GlideClient.prototype, false);
-  assert.equal(redisStore({ client: Object.create(GlideClusterClient.prototype) }).unavailable, 0);
+  const glideCluster = Object.create(GlideClusterClient.prototype);
+  assert.throws(
+    () => redisStore({ client: glideCluster }),
+    (e) => e instanceof TypeError && /GlideClusterClient is not supported: .*slot migration/.test(e.message),
+  );
   const client = { evalsha() {}, eval() {} } as never;
   assert.throws(() => redisStore({ client, timeoutMs: -1 }), /timeoutMs must be a positive duration.*got -1/);
   assert.throws(

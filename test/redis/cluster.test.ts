@@ -1,16 +1,11 @@
 /**
- * A real 3-master Redis Cluster started by the harness, with every client: decisions for keys in every master's
+ * A real 3-master Redis Cluster started by the harness, with both clients: decisions for keys in every master's
  * slot range, batches split per slot, chains in one slot through a shared hash tag (and a clear error without
- * one), and scripts reloaded on every node after SCRIPT FLUSH. With valkey-glide's `GlideClusterClient` (which
- * the other Cluster tests run too; the parity suite in conformance-glide-cluster): a user whose ACL forbids
- * Functions decides by `EVALSHA`, then `EVAL` after `SCRIPT FLUSH` on every node; and every key the decision
- * code touches (MONITOR on every node) is one its call declared.
+ * one), and scripts reloaded on every node after SCRIPT FLUSH.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { after, before, test } from 'node:test';
-import { GlideClusterClient } from '@valkey/valkey-glide';
-import { concurrency, fixedWindow, slidingWindow, tokenBucket } from '../../src/index.ts';
+import { fixedWindow, tokenBucket } from '../../src/index.ts';
 import { redisStore } from '../../src/redis/index.ts';
 import { keySlot } from '../../src/redis/slot.ts';
 import { clusterClients } from '../support/cluster-clients.ts';
@@ -128,139 +123,3 @@ for (const [name, connect] of Object.entries(connectors)) {
     }
   });
 }
-
-/** `calls` of `command` on every node so far (`INFO commandstats`). */
-async function calls(command: string): Promise<number> {
-  let n = 0;
-  for (const server of cluster.servers) {
-    const stats = await server.cli('info', 'commandstats');
-    n += Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
-  }
-  return n;
-}
-
-test('valkey-glide cluster: a user whose ACL forbids Functions decides by EVALSHA, then EVAL after SCRIPT FLUSH', async () => {
-  const user = uniqueName();
-  for (const server of cluster.servers) {
-    await server.cli('acl', 'setuser', user, 'on', `>${user}`, '~*', '+@all', '-fcall', '-function');
-  }
-  const client = await GlideClusterClient.createClient({
-    addresses: cluster.nodes,
-    credentials: { username: user, password: user },
-  });
-  try {
-    const errors: Error[] = [];
-    const store = redisStore({ client, timeoutMs: 3000, onError: (e) => errors.push(e) });
-    // Partitions spread over the masters (each key its own slot), three requests each in one tick.
-    const limiter = store.partitioned({
-      name: uniqueName(),
-      key: (user: string) => user,
-      limiter: fixedWindow({ permitLimit: 2, window: 60_000 }),
-    });
-    const users = Array.from({ length: 12 }, (_, i) => `u${i}`);
-    const evalshaBefore = await calls('evalsha');
-    const first = await Promise.all(users.flatMap((u) => [0, 1].map(() => limiter.tryAcquire(u))));
-    assert.ok(
-      first.every((l) => l.granted),
-      'two of two granted',
-    );
-    assert.ok((await calls('evalsha')) > evalshaBefore, 'decided by EVALSHA');
-    await Promise.all(cluster.servers.map((s) => s.cli('script', 'flush')));
-    const evalBefore = await calls('eval');
-    const third = await Promise.all(users.map((u) => limiter.tryAcquire(u)));
-    assert.deepEqual(
-      third.map((l) => l.reason),
-      users.map(() => 'limit'),
-      'answered by Redis after SCRIPT FLUSH',
-    );
-    assert.ok((await calls('eval')) > evalBefore, 'EVAL after NOSCRIPT');
-    assert.deepEqual(errors, []);
-    assert.equal(store.unavailable, 0);
-  } finally {
-    client.close();
-    for (const server of cluster.servers) await server.cli('acl', 'deluser', user);
-  }
-});
-
-/** A MONITOR line's quoted arguments, unescaped enough to compare keys. */
-function argsOf(line: string): string[] {
-  return [...line.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) => m[1].replace(/\\(["\\])/g, '$1'));
-}
-
-test('valkey-glide cluster: the decision code touches only the keys its call declares (MONITOR on every node)', async () => {
-  const monitors: { process: ChildProcess; out: string }[] = cluster.servers.map((s) => {
-    const monitor = { process: spawn('redis-cli', ['-p', String(s.port), 'monitor']), out: '' };
-    monitor.process.stdout!.on('data', (d) => {
-      monitor.out += d;
-    });
-    return monitor;
-  });
-  // MONITOR answers OK once it listens.
-  while (monitors.some((m) => !m.out.startsWith('OK'))) await new Promise((r) => setTimeout(r, 10));
-  const { client, close } = await clusterClients(() => cluster.nodes)['valkey-glide']();
-  try {
-    const store = redisStore({ client, timeoutMs: 3000, onUnavailable: 'fail-closed' });
-    const specs = [
-      fixedWindow({ permitLimit: 3, window: 60_000 }),
-      slidingWindow({ permitLimit: 3, window: 60_000, segmentsPerWindow: 4 }),
-      tokenBucket({ tokenLimit: 3, tokensPerPeriod: 1, period: 60_000 }),
-      concurrency({ permitLimit: 2 }),
-    ];
-    for (const spec of specs) {
-      for (const leases of [false, true]) {
-        const limiter = store.partitioned({
-          name: uniqueName(),
-          key: (k: string) => k,
-          limiter: spec,
-          leases,
-        });
-        const chained = store.chain(
-          store.limiter(spec, { name: uniqueName(), hashTag: 'chain' }),
-          store.partitioned({
-            name: uniqueName(),
-            key: (k: string) => k,
-            hashTag: () => 'chain',
-            limiter: spec,
-          }),
-        );
-        for (const key of ['a', 'b', 'c']) {
-          const leased = await Promise.all([1, 2, 3, 4].map(() => limiter.tryAcquire(key)));
-          const both = await chained.tryAcquire(key);
-          for (const lease of [...leased, both]) lease.release();
-        }
-        await limiter.lock('b', 60_000);
-        await limiter.charge('c', 1);
-        await limiter.state('c');
-        await limiter.unlock('b');
-        await limiter.reset('a');
-      }
-    }
-  } finally {
-    await close();
-    await new Promise((r) => setTimeout(r, 100));
-    for (const m of monitors) m.process.kill();
-  }
-  let scripts = 0;
-  let touched = 0;
-  for (const { out } of monitors) {
-    let declared: Set<string> | undefined;
-    for (const line of out.split('\n')) {
-      if (line.includes(' [0 lua] ')) {
-        const [command, key] = argsOf(line);
-        if (command.toUpperCase() === 'TIME') continue;
-        touched++;
-        assert.ok(declared?.has(key), `${line.slice(0, 200)}: not among the keys its call declared`);
-        continue;
-      }
-      const [command, , numKeys, ...rest] = argsOf(line);
-      const name = command?.toUpperCase();
-      if (name === 'FCALL' || name === 'EVALSHA' || name === 'EVAL') {
-        scripts++;
-        declared = new Set(rest.slice(0, Number(numKeys)));
-      } else {
-        declared = undefined;
-      }
-    }
-  }
-  assert.ok(scripts > 50 && touched > 100, `${scripts} decision calls, ${touched} keys touched`);
-});

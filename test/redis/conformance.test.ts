@@ -13,22 +13,11 @@ import {
   slidingWindow,
   tokenBucket,
 } from '../../src/index.ts';
-import {
-  chainTag,
-  chainTagOf,
-  fields,
-  GLIDE_CLUSTER,
-  leaseOption,
-  same,
-  startGlideClusterStore,
-  startStore,
-  Twin,
-  uniqueName,
-} from './twin.ts';
+import { fields, leaseOption, same, startStore, Twin, uniqueName } from './twin.ts';
 
-let env: Awaited<ReturnType<typeof startGlideClusterStore>>;
+let env: Awaited<ReturnType<typeof startStore>>;
 before(async () => {
-  env = GLIDE_CLUSTER ? await startGlideClusterStore() : await startStore();
+  env = await startStore();
 });
 after(() => env.stop());
 
@@ -214,8 +203,8 @@ test('chain: a rejection by a later member consumes nothing; the longest wait is
   const [r1, r2] = make();
   const memory = chain(m1, m2);
   const redis = store.chain(
-    store.limiter(r1, { name: uniqueName(), ...chainTag, ...leaseOption(r1) }),
-    store.limiter(r2, { name: uniqueName(), ...chainTag, ...leaseOption(r2) }),
+    store.limiter(r1, { name: uniqueName(), ...leaseOption(r1) }),
+    store.limiter(r2, { name: uniqueName(), ...leaseOption(r2) }),
   );
   for (let i = 0; i < 4; i++) await same(redis.tryAcquire(), memory.tryAcquire(), `request ${i}`);
   clock.set(150);
@@ -240,7 +229,6 @@ test('leases name their partition key as in memory: partitioned, queued, and eac
     name: uniqueName(),
     key: (ip: string) => `ip:${ip}`,
     limiter: spec(),
-    ...chainTagOf,
     ...leaseOption(spec()),
   });
   const first = await same(redisPart.tryAcquire('1.2.3.4'), memoryPart.tryAcquire('1.2.3.4'), 'granted');
@@ -250,7 +238,7 @@ test('leases name their partition key as in memory: partitioned, queued, and eac
   const global = () => fixedWindow({ permitLimit: 5, window: 1000, clock });
   const memory = chain(global(), memoryPart);
   const redis = store.chain(
-    store.limiter(global(), { name: uniqueName(), ...chainTag, ...leaseOption(global()) }),
+    store.limiter(global(), { name: uniqueName(), ...leaseOption(global()) }),
     redisPart,
   );
   const rejected = await same(redis.tryAcquire('1.2.3.4'), memory.tryAcquire('1.2.3.4'), 'chain rejected');

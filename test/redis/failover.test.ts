@@ -74,14 +74,10 @@ for (const [run, name] of names.entries()) {
       answers.some((a) => a.master === master && a.started >= t && !isUnavailableAnswer(a.lease));
     try {
       await until('first decisions on every master', () => [0, 1, 2].every((m) => fromRedisSince(m, 0)));
-      // The client's slot map names each key's master: a failure is scoped to that node. valkey-glide shows no
-      // slot map: a failure is scoped to the slot.
+      // The client's slot map names each key's master: a failure is scoped to that node.
       const runner = scriptRunner(client);
       for (const [m, group] of keys.entries()) {
-        assert.equal(
-          runner.nodeOf?.(keySlot(`{${group[0]}}`)),
-          name === 'valkey-glide' ? undefined : `127.0.0.1:${masters[m].server.port}`,
-        );
+        assert.equal(runner.nodeOf?.(keySlot(`{${group[0]}}`)), `127.0.0.1:${masters[m].server.port}`);
       }
       const replica = (await cluster.describe()).find((n) => n.masterId === masters[victim].id);
       assert.ok(replica, 'the victim has a replica');

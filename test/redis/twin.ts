@@ -6,8 +6,7 @@ import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
 import type { ChainLimiter, Lease, PartitionedLimiter, RateLimiter } from '../../src/index.ts';
 import { type RedisStore, redisStore } from '../../src/redis/index.ts';
-import { clusterClients } from '../support/cluster-clients.ts';
-import { RedisCluster, RedisServer } from '../support/redis-server.ts';
+import { RedisServer } from '../support/redis-server.ts';
 
 /** A clock moved by hand, without timers. */
 export interface TestClock {
@@ -69,36 +68,6 @@ export async function startStore(): Promise<{
     async stop() {
       client.disconnect();
       await server.stop();
-    },
-  };
-}
-
-/**
- * The parity suite on a real 3-master Cluster through valkey-glide's `GlideClusterClient`
- * (`conformance-glide-cluster.test.ts` sets it): limiters spread over the masters by their names.
- */
-export const GLIDE_CLUSTER = process.env.FLOODGATE_TEST_GLIDE_CLUSTER === '1';
-
-/** What puts a chain's limiters in one slot on a Cluster (nothing on one server). */
-export const chainTag: { hashTag?: string } = GLIDE_CLUSTER ? { hashTag: 'chain' } : {};
-export const chainTagOf: { hashTag?: () => string } = GLIDE_CLUSTER ? { hashTag: () => 'chain' } : {};
-
-/** A store as {@link startStore}'s, on a 3-master Cluster through valkey-glide's `GlideClusterClient`. */
-export async function startGlideClusterStore(): Promise<{
-  store: RedisStore;
-  clock: TestClock;
-  stop(): Promise<void>;
-}> {
-  const cluster = await RedisCluster.start(3);
-  const { client, close } = await clusterClients(() => cluster.nodes)['valkey-glide']();
-  const clock = testClock(0);
-  const store = redisStore({ client, clock, timeoutMs: 5000 });
-  return {
-    store,
-    clock,
-    async stop() {
-      await close();
-      await cluster.stop();
     },
   };
 }

@@ -1,17 +1,13 @@
-import { GlideClusterClient, Logger } from '@valkey/valkey-glide';
 import { Cluster, type ClusterOptions } from 'ioredis';
 import { Cluster as ValkeyCluster } from 'iovalkey';
 import { createCluster } from 'redis';
 import type { RedisClientLike } from '../../src/redis/index.ts';
 
-// valkey-glide logs every error reply (MOVED, ASK, TRYAGAIN…) to the console: the tests observe them through the store.
-Logger.setLoggerConfig('off');
-
 /** Connects a client of one library to the cluster; `close` disconnects it. */
 export type ClusterConnect = () => Promise<{ client: RedisClientLike; close(): Promise<void> }>;
 
 /**
- * A connector per client library (ioredis, iovalkey, node-redis, valkey-glide) for the cluster `nodes()` names.
+ * A connector per client library (ioredis, iovalkey, node-redis) for the cluster `nodes()` names.
  * The nodes are read when connecting, since test files start their cluster in `before`. Errors are the tests'
  * to observe through the store, so the clients' own 'error' events are silenced. `ioredisOptions` go to ioredis
  * and to its fork iovalkey.
@@ -19,7 +15,7 @@ export type ClusterConnect = () => Promise<{ client: RedisClientLike; close(): P
 export function clusterClients(
   nodes: () => readonly { host: string; port: number }[],
   ioredisOptions: ClusterOptions = {},
-): Record<'ioredis' | 'iovalkey' | 'node-redis' | 'valkey-glide', ClusterConnect> {
+): Record<'ioredis' | 'iovalkey' | 'node-redis', ClusterConnect> {
   return {
     ioredis: async () => {
       const client = new Cluster([...nodes()], ioredisOptions);
@@ -43,10 +39,6 @@ export function clusterClients(
           client.destroy();
         },
       };
-    },
-    'valkey-glide': async () => {
-      const client = await GlideClusterClient.createClient({ addresses: [...nodes()] });
-      return { client, close: async () => client.close() };
     },
   };
 }
